@@ -1,0 +1,30 @@
+// Included first by every kernel header. Chooses between the real CUDA compilation and the
+// emulator build, and defines TEJAS_ARCH:
+//   nvcc device pass:  TEJAS_ARCH == __CUDA_ARCH__ (800, 900, ...)
+//   nvcc host pass:    TEJAS_ARCH == 0 (kernel bodies are not executed on the host)
+//   emulator build:    TEJAS_ARCH == TEJAS_EMU_ARCH (900 unless the translation unit sets it);
+//                      launchers that differ by arch compile once per arch.
+// Kernels test TEJAS_ARCH, never __CUDA_ARCH__.
+#pragma once
+
+#if defined(__CUDACC__)
+#  define TEJAS_EMULATION 0
+#  include <cuda_runtime.h>
+#  if defined(__CUDA_ARCH__)
+#    define TEJAS_ARCH __CUDA_ARCH__
+#    define TEJAS_DEVICE_PASS 1
+#  else
+#    define TEJAS_ARCH 0
+#    define TEJAS_DEVICE_PASS 0
+#  endif
+#else
+#  define TEJAS_EMULATION 1
+#  define TEJAS_DEVICE_PASS 0
+#  ifndef TEJAS_EMU_ARCH
+#    define TEJAS_EMU_ARCH 900
+#  endif
+#  define TEJAS_ARCH TEJAS_EMU_ARCH
+#  include "emu/cuda_shim.h"  // CUDA keywords, built-in variables and intrinsics on fibers
+#endif
+
+#include <cstdint>

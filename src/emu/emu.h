@@ -1,0 +1,206 @@
+// The CPU emulator's interface (host builds only). Contract between the emulator runtime
+// (src/emu/*.cpp), the device layer's host bodies (src/device/**) and the ops' emulator
+// launchers (src/ops/**/launch_emu.cpp).
+//
+// Model: every CUDA thread is a fiber. Blocks run one at a time (a cluster's blocks together,
+// later) in a seeded order; between synchronization points a block's ready threads run in a
+// seeded random order. Warp collectives rendezvous across the lanes named in their mask.
+// Asynchronous copies land when the kernel waits for them. Misuse becomes a Finding, never a
+// hang or a crash: a block whose threads can make no progress is ended and reported.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <vector_types.h>  // dim3, uint3 (CUDA headers, usable by the host compiler)
+
+namespace tejas::emu {
+
+// Source location of a device-layer call (file:line), captured by default arguments.
+struct Site {
+  const char* file = "";
+  uint32_t line = 0;
+  static constexpr Site here(std::source_location l = std::source_location::current()) {
+    return Site{l.file_name(), l.line()};
+  }
+};
+
+enum class FindingKind : uint8_t {
+  shared_race,             // two threads touch one shared byte in one barrier interval, >= 1 writes
+  global_race,             // the same for global memory (non-atomic), within one launch
+  divergent_barrier,       // __syncthreads (or a named barrier) not reached by every live thread
+  partial_warp_collective, // a collective / .aligned instruction executed by part of its mask or warp
+  mask_excludes_caller,    // a *_sync mask that leaves out the calling lane
+  out_of_bounds,           // device-layer access outside every registered buffer / the block's smem
+  write_to_input,          // a store into a buffer registered read-only
+  misaligned,              // access not aligned to its size (or ldmatrix row not 16 B aligned)
+  poison_read,             // read of bytes never written (emulator allocations, shared memory)
+  async_read_before_wait,  // read of a cp.async destination before the wait for its group
+  smem_over_limit,         // dynamic shared memory above the emulated architecture's cap
+  unsupported,             // an instruction the emulated architecture does not have
+  deadlock,                // threads blocked forever for another reason
+};
+const char* finding_kind_name(FindingKind k);
+
+struct Finding {
+  FindingKind kind;
+  uint3 block{0, 0, 0};
+  uint3 thread{0, 0, 0};
+  uintptr_t address = 0;   // 0 when not an access
+  Site site;
+  std::string detail;      // human-readable specifics
+  std::string to_string() const;  // "shared_race at kernel.cuh:42 block (0,0,0) thread (33,0,0) addr smem+0x40: ..."
+};
+
+struct Counters {
+  // Global memory, device-layer accesses. A request is one warp-level instruction (the lanes of
+  // one warp executing the same call site for the same time); sectors are the distinct 32-byte
+  // segments its lanes touch.
+  uint64_t global_load_requests = 0, global_load_sectors = 0;
+  uint64_t global_store_requests = 0, global_store_sectors = 0;
+  // Distinct global bytes read / written by the launch (compulsory HBM traffic).
+  uint64_t global_bytes_read_unique = 0, global_bytes_written_unique = 0;
+  // Shared memory: wavefronts actually needed vs the conflict-free minimum for the same accesses.
+  uint64_t shared_requests = 0, shared_wavefronts = 0, shared_wavefronts_ideal = 0;
+  std::map<std::string, uint64_t> tensor_ops;  // "mma.m16n8k16.bf16.f32" -> warp-instructions
+  uint64_t barriers = 0;                       // block-wide barrier completions
+  uint64_t cp_async_bytes = 0;
+  double sectors_per_load_request() const;
+  double sectors_per_store_request() const;
+  uint64_t bank_conflict_wavefronts() const { return shared_wavefronts - shared_wavefronts_ideal; }
+};
+
+struct LaunchReport {
+  std::vector<Finding> findings;  // first kMaxFindingsPerKind of each kind are kept
+  uint64_t findings_dropped = 0;
+  Counters counters;
+  uint64_t seed = 0;
+  int arch = 90;
+  bool ok() const { return findings.empty(); }
+  bool has(FindingKind k) const;
+  std::string summary() const;  // one line per finding plus the counters
+};
+inline constexpr int kMaxFindingsPerKind = 16;
+
+struct LaunchOptions {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  size_t dynamic_smem_bytes = 0;
+  int arch = 90;               // 80 or 90; sets the smem cap (163 KB / 227 KB) and instruction set
+  uint64_t seed = 0;           // 0: TEJAS_EMU_SEED if set, else a fixed default (reproducible)
+  bool print_report = false;   // also when TEJAS_EMU_REPORT=1
+  // Reserved for Hopper: cluster dims (blocks of one cluster run together).
+  dim3 cluster{1, 1, 1};
+};
+
+// ---- launching ------------------------------------------------------------------------------
+namespace detail {
+// Runs `body(ctx)` as each thread of the launch. The body calls the kernel with its arguments.
+using ThreadBody = void (*)(void* ctx);
+LaunchReport run(const LaunchOptions& opts, ThreadBody body, void* ctx);
+}  // namespace detail
+
+// Launches `kernel(args...)` over the grid. Arguments are copied once, like kernel parameters.
+template <class... KArgs, class... Args>
+LaunchReport launch(const LaunchOptions& opts, void (*kernel)(KArgs...), Args&&... args) {
+  struct Ctx {
+    void (*k)(KArgs...);
+    std::tuple<std::decay_t<KArgs>...> a;
+  } ctx{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
+  auto body = [](void* p) {
+    auto* c = static_cast<Ctx*>(p);
+    std::apply(c->k, c->a);
+  };
+  return detail::run(opts, body, &ctx);
+}
+
+template <class... KArgs, class... Args>
+LaunchReport launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t dynamic_smem_bytes, Args&&... args) {
+  LaunchOptions o;
+  o.grid = grid;
+  o.block = block;
+  o.dynamic_smem_bytes = dynamic_smem_bytes;
+  return launch(o, kernel, std::forward<Args>(args)...);
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+// Emulator allocations: filled with 0xFF (NaN in every float format), tracked as never written,
+// bounds-checked. Registered until freed.
+void* device_malloc(size_t bytes, const char* name = "device_malloc");
+void device_free(void* p);
+
+enum class Access : uint8_t { read = 1, write = 2, read_write = 3 };
+// Makes caller-owned host memory visible to kernels (ops register their tensors' byte extents).
+// `initialized` false: reads before a device-layer write are poison reads.
+void register_buffer(const void* p, size_t bytes, Access access, const char* name, bool initialized = true);
+void unregister_buffer(const void* p);
+struct ScopedBuffer {
+  ScopedBuffer(const void* p, size_t bytes, Access access, const char* name, bool initialized = true)
+      : p_(p) { register_buffer(p, bytes, access, name, initialized); }
+  ~ScopedBuffer() { unregister_buffer(p_); }
+  ScopedBuffer(const ScopedBuffer&) = delete;
+  ScopedBuffer& operator=(const ScopedBuffer&) = delete;
+ private:
+  const void* p_;
+};
+
+// ---- hooks for the device layer (valid only inside a launch, from a thread fiber) ------------
+// Validate and record an access of `bytes` at p (bounds, alignment, poison, races, pending
+// cp.async, counters); the caller then performs the copy. Space is found from the address.
+void on_load(const void* p, size_t bytes, Site site);
+void on_store(void* p, size_t bytes, Site site);
+void on_atomic(void* p, size_t bytes, Site site);  // bounds only; atomics never race
+
+template <class T>
+inline T load(const T* p, Site site = Site::here()) {
+  on_load(p, sizeof(T), site);
+  T v;
+  __builtin_memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T>
+inline void store(T* p, const T& v, Site site = Site::here()) {
+  on_store(p, sizeof(T), site);
+  __builtin_memcpy(p, &v, sizeof(T));
+}
+
+// Warp collectives. Every lane named in `mask` calls with its own `in` / `out`; the call
+// returns once all of them have arrived and `fn` has run (on the last arriver) over all slots.
+// `aligned`: the instruction is .aligned (every lane of the warp must take part: mask must be
+// full). A mask that omits the caller, lanes that exited, or lanes that never arrive are
+// reported, and the call then returns with `out` untouched.
+struct WarpSlots {
+  uint32_t mask = 0;
+  const void* in[32] = {};
+  void* out[32] = {};
+};
+using CollectiveFn = void (*)(WarpSlots& slots, void* user);
+void warp_collective(const char* name, uint32_t mask, bool aligned, const void* in, void* out, CollectiveFn fn,
+                     void* user, Site site);
+
+// Shared-memory wavefront accounting for warp-wide matrix instructions (ldmatrix, stmatrix):
+// one call per phase of up to 8 row addresses of 16 bytes each.
+void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each);
+void count_tensor_op(const char* name);
+
+// cp.async: copies `cp_size` bytes (4, 8, 16) from gmem to smem, of which the last
+// cp_size - src_size are zero-filled. The data lands at cp_async_wait for its group.
+void cp_async(void* smem, const void* gmem, int cp_size, int src_size, Site site);
+void cp_async_commit(Site site);
+void cp_async_wait(int n, Site site);  // at most n most recent groups stay pending
+
+// Reports a finding from the device layer (e.g. an instruction the emulated arch lacks).
+void report(FindingKind kind, const void* address, Site site, std::string detail);
+
+// The current thread's view (inside a launch).
+int current_arch();
+void* dynamic_smem_base();
+size_t dynamic_smem_size();
+bool in_launch();
+
+}  // namespace tejas::emu

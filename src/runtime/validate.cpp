@@ -1,0 +1,273 @@
+#include "runtime/validate.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace tejas::detail {
+
+std::string shape_string(const TensorView& t) {
+  std::ostringstream os;
+  os << "[";
+  for (int d = 0; d < t.ndim; ++d) os << (d ? ", " : "") << t.shape[d];
+  os << "]";
+  return os.str();
+}
+
+std::string dtype_list(std::initializer_list<DType> allowed) {
+  std::string s;
+  size_t i = 0;
+  for (DType d : allowed) {
+    if (i > 0) s += (i + 1 == allowed.size()) ? " or " : ", ";
+    s += dtype_name(d);
+    ++i;
+  }
+  return s;
+}
+
+Validator& Validator::fail(const char* name, const std::string& what) {
+  if (status_.ok()) status_ = Status::InvalidArgument(std::string(op_) + ": " + name + ": " + what);
+  return *this;
+}
+
+Validator& Validator::require(bool condition, const std::string& message) {
+  if (status_.ok() && !condition) status_ = Status::InvalidArgument(std::string(op_) + ": " + message);
+  return *this;
+}
+
+Validator& Validator::defined(const TensorView& t, const char* name) {
+  if (!ok()) return *this;
+  if (!t.defined()) return fail(name, "expected a tensor, got none (null data)");
+  if (t.ndim < 0 || t.ndim > kMaxDims)
+    return fail(name, "expected 0.." + std::to_string(kMaxDims) + " dimensions, got " + std::to_string(t.ndim));
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] < 0) return fail(name, "expected non-negative sizes, got shape " + shape_string(t));
+  return *this;
+}
+
+Validator& Validator::dtype_in(const TensorView& t, const char* name, std::initializer_list<DType> allowed) {
+  if (!ok() || !t.defined()) return *this;
+  for (DType d : allowed)
+    if (t.dtype == d) return *this;
+  return fail(name, "expected dtype " + dtype_list(allowed) + ", got " + std::string(dtype_name(t.dtype)));
+}
+
+Validator& Validator::same_dtype(const TensorView& t, const char* name, const TensorView& ref, const char* ref_name) {
+  if (!ok() || !t.defined() || !ref.defined()) return *this;
+  if (t.dtype != ref.dtype)
+    return fail(name, "expected dtype " + std::string(dtype_name(ref.dtype)) + " (as " + ref_name + "), got " +
+                          std::string(dtype_name(t.dtype)));
+  return *this;
+}
+
+Validator& Validator::rank(const TensorView& t, const char* name, int ndim) {
+  if (!ok() || !t.defined()) return *this;
+  if (t.ndim != ndim)
+    return fail(name, "expected " + std::to_string(ndim) + " dimensions, got " + std::to_string(t.ndim) +
+                          " (shape " + shape_string(t) + ")");
+  return *this;
+}
+
+Validator& Validator::rank_between(const TensorView& t, const char* name, int lo, int hi) {
+  if (!ok() || !t.defined()) return *this;
+  if (t.ndim < lo || t.ndim > hi)
+    return fail(name, "expected " + std::to_string(lo) + " to " + std::to_string(hi) + " dimensions, got " +
+                          std::to_string(t.ndim));
+  return *this;
+}
+
+Validator& Validator::dim_eq(const TensorView& t, const char* name, int d, int64_t expected, const char* why) {
+  if (!ok() || !t.defined()) return *this;
+  if (d < 0 || d >= t.ndim) return fail(name, "expected a dimension " + std::to_string(d));
+  if (t.shape[d] != expected)
+    return fail(name, "expected dim " + std::to_string(d) + " = " + std::to_string(expected) + " (" + why +
+                          "), got " + std::to_string(t.shape[d]) + " (shape " + shape_string(t) + ")");
+  return *this;
+}
+
+Validator& Validator::dim_min(const TensorView& t, const char* name, int d, int64_t at_least) {
+  if (!ok() || !t.defined()) return *this;
+  if (d < 0 || d >= t.ndim) return fail(name, "expected a dimension " + std::to_string(d));
+  if (t.shape[d] < at_least)
+    return fail(name, "expected dim " + std::to_string(d) + " >= " + std::to_string(at_least) + ", got " +
+                          std::to_string(t.shape[d]));
+  return *this;
+}
+
+Validator& Validator::shape(const TensorView& t, const char* name, std::initializer_list<int64_t> expected) {
+  if (!ok() || !t.defined()) return *this;
+  bool match = t.ndim == static_cast<int>(expected.size());
+  int d = 0;
+  for (int64_t e : expected) {
+    if (!match) break;
+    if (e >= 0 && t.shape[d] != e) match = false;
+    ++d;
+  }
+  if (!match) {
+    std::string want = "[";
+    d = 0;
+    for (int64_t e : expected) want += (d++ ? ", " : "") + (e >= 0 ? std::to_string(e) : std::string("*"));
+    want += "]";
+    return fail(name, "expected shape " + want + ", got " + shape_string(t));
+  }
+  return *this;
+}
+
+Validator& Validator::same_shape(const TensorView& t, const char* name, const TensorView& ref, const char* ref_name) {
+  if (!ok() || !t.defined() || !ref.defined()) return *this;
+  bool match = t.ndim == ref.ndim;
+  for (int d = 0; match && d < t.ndim; ++d) match = t.shape[d] == ref.shape[d];
+  if (!match)
+    return fail(name, "expected shape " + shape_string(ref) + " (as " + ref_name + "), got " + shape_string(t));
+  return *this;
+}
+
+Validator& Validator::inner_contiguous(const TensorView& t, const char* name) {
+  if (!ok() || !t.defined()) return *this;
+  if (!t.inner_contiguous())
+    return fail(name, "expected a contiguous innermost dimension (stride 1), got stride " +
+                          std::to_string(t.stride[t.ndim - 1]));
+  return *this;
+}
+
+Validator& Validator::contiguous(const TensorView& t, const char* name) {
+  if (!ok() || !t.defined()) return *this;
+  if (!t.is_contiguous()) return fail(name, "expected a contiguous tensor, got " + t.describe());
+  return *this;
+}
+
+Validator& Validator::nonnegative_strides(const TensorView& t, const char* name) {
+  if (!ok() || !t.defined()) return *this;
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.stride[d] < 0) return fail(name, "expected non-negative strides, got " + t.describe());
+  return *this;
+}
+
+Validator& Validator::aligned(const TensorView& t, const char* name, int bytes) {
+  if (!ok() || !t.defined()) return *this;
+  if (reinterpret_cast<uintptr_t>(t.data) % static_cast<uintptr_t>(bytes) != 0)
+    return fail(name, "expected data aligned to " + std::to_string(bytes) + " bytes");
+  // Strides must keep every row aligned too (only outer dims; inner elements are packed).
+  const int bits = dtype_bits(t.dtype);
+  for (int d = 0; d + 1 < t.ndim; ++d) {
+    if (t.shape[d] > 1 && (t.stride[d] * bits / 8) % bytes != 0)
+      return fail(name, "expected dim " + std::to_string(d) + " stride of a multiple of " + std::to_string(bytes) +
+                            " bytes, got " + std::to_string(t.stride[d]) + " elements");
+  }
+  return *this;
+}
+
+bool views_identical(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.ndim != b.ndim || a.device != b.device) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.stride[d] != b.stride[d])) return false;
+  return true;
+}
+
+bool views_may_overlap(const TensorView& a, const TensorView& b) {
+  if (!a.defined() || !b.defined()) return false;
+  if (a.device != b.device || a.device_index != b.device_index) return false;
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  int64_t alo, ahi, blo, bhi;
+  a.byte_extent(&alo, &ahi);
+  b.byte_extent(&blo, &bhi);
+  const auto abase = reinterpret_cast<intptr_t>(a.data), bbase = reinterpret_cast<intptr_t>(b.data);
+  if (abase + ahi <= bbase + blo || bbase + bhi <= abase + alo) return false;
+  // Same positive outermost byte stride, and each view's rows narrower than it: compare the row
+  // windows modulo the stride.
+  if (a.ndim >= 2 && b.ndim >= 2 && a.stride[0] > 0 && b.stride[0] > 0) {
+    const int64_t sa = a.stride[0] * dtype_bits(a.dtype), sb = b.stride[0] * dtype_bits(b.dtype);
+    if (sa == sb && sa % 8 == 0) {
+      const int64_t S = sa / 8;
+      TensorView ra = a, rb = b;  // one row of each
+      ra.shape[0] = 1;
+      rb.shape[0] = 1;
+      int64_t rlo_a, rhi_a, rlo_b, rhi_b;
+      ra.byte_extent(&rlo_a, &rhi_a);
+      rb.byte_extent(&rlo_b, &rhi_b);
+      const int64_t wa = rhi_a - rlo_a, wb = rhi_b - rlo_b;
+      if (rlo_a >= 0 && rlo_b >= 0 && wa <= S && wb <= S) {
+        const int64_t delta = (bbase + rlo_b) - (abase + rlo_a);
+        const int64_t m = ((delta % S) + S) % S;
+        return m < wa || m + wb > S;
+      }
+    }
+  }
+  return true;
+}
+
+Validator& Validator::no_overlap(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name,
+                                 bool allow_identical) {
+  if (!ok() || !a.defined() || !b.defined()) return *this;
+  if (allow_identical && views_identical(a, b)) return *this;
+  if (views_may_overlap(a, b))
+    return fail(a_name, std::string("expected no overlap with ") + b_name +
+                            (allow_identical ? " (only the exact same view is allowed, for in-place use)" : ""));
+  return *this;
+}
+
+Validator& Validator::same_device(std::initializer_list<NamedTensor> tensors) {
+  if (!ok()) return *this;
+  const NamedTensor* first = nullptr;
+  for (const NamedTensor& nt : tensors) {
+    if (!nt.t->defined()) continue;
+    if (!first) {
+      first = &nt;
+      continue;
+    }
+    if (nt.t->device != first->t->device || nt.t->device_index != first->t->device_index) {
+      auto where = [](const TensorView& t) {
+        return t.device == Device::cpu ? std::string("cpu") : "cuda:" + std::to_string(t.device_index);
+      };
+      return fail(nt.name, "expected device " + where(*first->t) + " (as " + first->name + "), got " + where(*nt.t));
+    }
+  }
+  return *this;
+}
+
+Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_list<NamedTensor> tensors,
+                       Backend* out) {
+  const NamedTensor* first = nullptr;
+  for (const NamedTensor& nt : tensors)
+    if (nt.t->defined()) {
+      first = &nt;
+      break;
+    }
+  const Device dev = first ? first->t->device : Device::cpu;
+  Backend b = ctx.backend;
+  if (b == Backend::automatic) b = dev == Device::cuda ? Backend::cuda : Backend::reference;
+  const Device want = b == Backend::cuda ? Device::cuda : Device::cpu;
+  for (const NamedTensor& nt : tensors) {
+    if (nt.t->defined() && nt.t->device != want)
+      return Status::InvalidArgument(std::string(op) + ": " + nt.name + ": expected a " +
+                                     (want == Device::cuda ? "cuda" : "cpu") + " tensor for the " +
+                                     backend_name(b) + " backend, got a " +
+                                     (nt.t->device == Device::cuda ? "cuda" : "cpu") + " tensor");
+  }
+  if (b == Backend::emulator && ctx.emulated_arch != 80 && ctx.emulated_arch != 90)
+    return Status::InvalidArgument(std::string(op) + ": ctx.emulated_arch: expected 80 or 90, got " +
+                                   std::to_string(ctx.emulated_arch));
+  *out = b;
+  return Status::Ok();
+}
+
+Status backend_unsupported(const char* op, Backend b, const std::string& detail) {
+  return Status::Unsupported(std::string(op) + ": the " + backend_name(b) + " backend has no kernel for this " +
+                             (detail.empty() ? std::string("op yet") : detail));
+}
+
+bool debug_checks_enabled(const ExecContext& ctx) {
+  if (ctx.debug_checks) return true;
+  const char* env = std::getenv("TEJAS_DEBUG_CHECKS");
+  return env && env[0] != '\0' && std::strcmp(env, "0") != 0;
+}
+
+int64_t read_index(const TensorView& t, std::initializer_list<int64_t> idx) {
+  int64_t off = 0;
+  int d = 0;
+  for (int64_t i : idx) off += i * t.stride[d++];
+  if (t.dtype == DType::i64) return static_cast<const int64_t*>(t.data)[off];
+  return static_cast<const int32_t*>(t.data)[off];
+}
+
+}  // namespace tejas::detail

@@ -1,0 +1,83 @@
+// Argument validation shared by every public op. Each check names the op and the argument:
+//   "rms_norm: weight: expected shape [4096] (x's hidden size), got [4095]".
+// The first failed check is kept; later checks are skipped. Nothing here touches tensor data
+// except the debug-check helpers at the end, which read host index tensors.
+#pragma once
+#include <initializer_list>
+#include <string>
+
+#include "tejas/context.h"
+#include "tejas/status.h"
+#include "tejas/tensor.h"
+
+namespace tejas::detail {
+
+struct NamedTensor {
+  const char* name;
+  const TensorView* t;
+};
+
+class Validator {
+ public:
+  explicit Validator(const char* op) : op_(op) {}
+
+  Validator& defined(const TensorView& t, const char* name);
+  // Absent (data == null) tensors pass every check below except `defined`.
+  Validator& dtype_in(const TensorView& t, const char* name, std::initializer_list<DType> allowed);
+  Validator& same_dtype(const TensorView& t, const char* name, const TensorView& ref, const char* ref_name);
+  Validator& rank(const TensorView& t, const char* name, int ndim);
+  Validator& rank_between(const TensorView& t, const char* name, int lo, int hi);
+  // Dimension d must equal `expected`; `why` says where the expectation comes from ("x's H").
+  Validator& dim_eq(const TensorView& t, const char* name, int d, int64_t expected, const char* why);
+  Validator& dim_min(const TensorView& t, const char* name, int d, int64_t at_least);
+  // Exact shape; -1 entries match anything.
+  Validator& shape(const TensorView& t, const char* name, std::initializer_list<int64_t> expected);
+  Validator& same_shape(const TensorView& t, const char* name, const TensorView& ref, const char* ref_name);
+  Validator& inner_contiguous(const TensorView& t, const char* name);
+  Validator& contiguous(const TensorView& t, const char* name);
+  Validator& nonnegative_strides(const TensorView& t, const char* name);
+  Validator& aligned(const TensorView& t, const char* name, int bytes);
+  // Outputs must not overlap inputs or each other. `allow_identical` lets the two be exactly
+  // the same view (same data, dtype, shape and strides): documented in-place use.
+  Validator& no_overlap(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name,
+                        bool allow_identical = false);
+  // Every defined tensor on one device (and device index).
+  Validator& same_device(std::initializer_list<NamedTensor> tensors);
+  // Custom rule: `message` is appended after "op: ".
+  Validator& require(bool condition, const std::string& message);
+
+  bool ok() const { return status_.ok(); }
+  Status status() const { return status_; }
+  const char* op() const { return op_; }
+
+ private:
+  Validator& fail(const char* name, const std::string& what);
+  const char* op_;
+  Status status_;
+};
+
+std::string shape_string(const TensorView& t);
+std::string dtype_list(std::initializer_list<DType> allowed);
+
+// True when the two views may share a byte. Exact for disjoint byte ranges and for views with
+// the same outermost stride whose rows occupy disjoint windows (q/k/v slices of one qkv
+// buffer); conservative (true) otherwise.
+bool views_may_overlap(const TensorView& a, const TensorView& b);
+bool views_identical(const TensorView& a, const TensorView& b);
+
+// Picks the backend: automatic -> cuda for device tensors, reference for host tensors.
+// reference and emulator need host tensors, cuda needs device tensors; a mismatch is
+// invalid_argument naming the first offending tensor.
+Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_list<NamedTensor> tensors,
+                       Backend* out);
+
+// "rms_norm: the emulator backend has no kernel for this op yet" (unsupported).
+Status backend_unsupported(const char* op, Backend b, const std::string& detail = "");
+
+// ExecContext::debug_checks or TEJAS_DEBUG_CHECKS=1.
+bool debug_checks_enabled(const ExecContext& ctx);
+
+// Reads an integer element (i32 or i64) of a host tensor; used for index validation.
+int64_t read_index(const TensorView& t, std::initializer_list<int64_t> idx);
+
+}  // namespace tejas::detail

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/validate.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using tejas::detail::Validator;
+
+TEST(Validate, DtypeMessageNamesArgument) {
+  float buf[4];
+  auto t = TensorView::contiguous(buf, DType::f32, {4});
+  Status s = Validator("op").dtype_in(t, "x", {DType::bf16, DType::f16}).status();
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_EQ(s.message(), "op: x: expected dtype bf16 or f16, got f32");
+}
+
+TEST(Validate, FirstFailureWins) {
+  float buf[4];
+  auto t = TensorView::contiguous(buf, DType::f32, {2, 2});
+  Status s = Validator("op").rank(t, "a", 3).rank(t, "b", 1).status();
+  EXPECT_NE(s.message().find("a:"), std::string::npos) << s.message();
+}
+
+TEST(Validate, OverlapDisjointAndInterleavedRows) {
+  std::vector<uint16_t> qkv(8 * 48);
+  // q = columns [0, 32), k = [32, 40), v = [40, 48) of a [8, 48] buffer.
+  TensorView q = TensorView::contiguous(qkv.data(), DType::bf16, {8, 32});
+  q.stride[0] = 48;
+  TensorView k = TensorView::contiguous(qkv.data() + 32, DType::bf16, {8, 8});
+  k.stride[0] = 48;
+  TensorView v = TensorView::contiguous(qkv.data() + 40, DType::bf16, {8, 8});
+  v.stride[0] = 48;
+  EXPECT_FALSE(detail::views_may_overlap(q, k));
+  EXPECT_FALSE(detail::views_may_overlap(k, v));
+  TensorView k_wide = k;
+  k_wide.shape[1] = 9;  // one column into v
+  EXPECT_TRUE(detail::views_may_overlap(k_wide, v));
+  EXPECT_TRUE(detail::views_may_overlap(q, q));
+  EXPECT_TRUE(detail::views_identical(q, q));
+}
+
+TEST(Validate, ResolveBackendDeviceMismatch) {
+  float buf[4];
+  auto host = TensorView::contiguous(buf, DType::f32, {4});
+  auto dev = TensorView::contiguous(buf, DType::f32, {4}, Device::cuda);
+  ExecContext ctx;
+  Backend b;
+  ASSERT_TRUE(detail::resolve_backend("op", ctx, {{"x", &host}}, &b).ok());
+  EXPECT_EQ(b, Backend::reference);
+  ASSERT_TRUE(detail::resolve_backend("op", ctx, {{"x", &dev}}, &b).ok());
+  EXPECT_EQ(b, Backend::cuda);
+  ctx.backend = Backend::reference;
+  TEJAS_EXPECT_INVALID(detail::resolve_backend("op", ctx, {{"x", &host}, {"y", &dev}}, &b), "y:");
+  ctx.backend = Backend::emulator;
+  ctx.emulated_arch = 75;
+  TEJAS_EXPECT_INVALID(detail::resolve_backend("op", ctx, {{"x", &host}}, &b), "emulated_arch");
+}

@@ -1,0 +1,26 @@
+// GoogleTest helpers: every randomized test takes a fresh seed and prints it on failure.
+#pragma once
+#include <gtest/gtest.h>
+
+#include "check/host_tensor.h"
+
+// Declares `seed` and `rng` for the current test; a failure message carries the seed.
+#define TEJAS_SEEDED_TEST_RNG()                              \
+  const uint64_t seed = ::tejas::check::fresh_seed();        \
+  SCOPED_TRACE(::tejas::check::seed_note(seed));             \
+  ::tejas::check::Rng rng(seed)
+
+// Asserts a Status is ok, printing its message otherwise.
+#define TEJAS_ASSERT_OK(expr)                                       \
+  do {                                                              \
+    const ::tejas::Status s_ = (expr);                              \
+    ASSERT_TRUE(s_.ok()) << s_.to_string();                         \
+  } while (0)
+
+#define TEJAS_EXPECT_INVALID(expr, needle)                                               \
+  do {                                                                                   \
+    const ::tejas::Status s_ = (expr);                                                   \
+    EXPECT_EQ(s_.code(), ::tejas::StatusCode::invalid_argument) << s_.to_string();      \
+    EXPECT_NE(s_.message().find(needle), std::string::npos)                              \
+        << "message should name '" << (needle) << "': " << s_.message();                \
+  } while (0)

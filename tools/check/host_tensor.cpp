@@ -1,0 +1,246 @@
+#include "check/host_tensor.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "ops/common/ref_numeric.h"
+
+namespace tejas::check {
+namespace {
+constexpr int64_t kGuard = 64;
+constexpr uint8_t kGuardByte = 0xA5;
+
+void unflatten(const std::vector<int64_t>& shape, int64_t flat, int64_t* idx) {
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    const int64_t n = shape[d] > 0 ? shape[d] : 1;
+    idx[d] = flat % n;
+    flat /= n;
+  }
+}
+}  // namespace
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pad) : shape_(std::move(shape)) {
+  const int nd = static_cast<int>(shape_.size());
+  view_.dtype = dtype;
+  view_.ndim = nd;
+  int64_t s = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    view_.shape[d] = shape_[d];
+    view_.stride[d] = s;
+    int64_t extent = shape_[d];
+    if (d == nd - 1) extent += inner_pad;
+    s *= extent;
+  }
+  payload_bytes_ = dtype_bytes(dtype, s);
+  storage_.assign(static_cast<size_t>(payload_bytes_ + 2 * kGuard), kGuardByte);
+  view_.data = storage_.data() + kGuard;
+  poison();
+}
+
+void HostTensor::poison() { std::memset(storage_.data() + kGuard, 0xFF, static_cast<size_t>(payload_bytes_)); }
+
+bool HostTensor::guards_intact() const {
+  for (int64_t i = 0; i < kGuard; ++i)
+    if (storage_[i] != kGuardByte || storage_[kGuard + payload_bytes_ + i] != kGuardByte) return false;
+  return true;
+}
+
+bool HostTensor::padding_intact() const {
+  // Mark every element position, then every unmarked byte must still be 0xFF.
+  const int bits = dtype_bits(view_.dtype);
+  std::vector<uint8_t> used(static_cast<size_t>(payload_bytes_ * 2), 0);  // per nibble
+  const int64_t n = numel();
+  std::vector<int64_t> idx(shape_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    unflatten(shape_, i, idx.data());
+    int64_t off = 0;
+    for (size_t d = 0; d < shape_.size(); ++d) off += idx[d] * view_.stride[d];
+    const int64_t nib0 = off * bits / 4, nibs = bits / 4;
+    for (int64_t k = 0; k < nibs; ++k) used[static_cast<size_t>(nib0 + k)] = 1;
+  }
+  const uint8_t* p = storage_.data() + kGuard;
+  for (int64_t b = 0; b < payload_bytes_; ++b) {
+    if (!used[2 * b] && (p[b] & 0x0F) != 0x0F) return false;
+    if (!used[2 * b + 1] && (p[b] & 0xF0) != 0xF0) return false;
+  }
+  return true;
+}
+
+double HostTensor::get(std::initializer_list<int64_t> idx) const { return ref::load(view_, idx.begin()); }
+void HostTensor::set(std::initializer_list<int64_t> idx, double v) { ref::store(view_, idx.begin(), v); }
+
+double HostTensor::get_flat(int64_t i) const {
+  int64_t idx[kMaxDims];
+  unflatten(shape_, i, idx);
+  return ref::load(view_, idx);
+}
+void HostTensor::set_flat(int64_t i, double v) {
+  int64_t idx[kMaxDims];
+  unflatten(shape_, i, idx);
+  ref::store(view_, idx, v);
+}
+uint64_t HostTensor::bits_flat(int64_t i) const {
+  int64_t idx[kMaxDims];
+  unflatten(shape_, i, idx);
+  return ref::load_bits(view_, idx);
+}
+void HostTensor::set_bits_flat(int64_t i, uint64_t bits) {
+  int64_t idx[kMaxDims];
+  unflatten(shape_, i, idx);
+  ref::store_bits(view_, idx, bits);
+}
+void HostTensor::copy_from(const HostTensor& other) {
+  const int64_t n = numel();
+  for (int64_t i = 0; i < n; ++i) set_flat(i, other.get_flat(i));
+}
+
+namespace {
+uint64_t splitmix(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+}  // namespace
+
+Rng::Rng(uint64_t seed) : seed_(seed) {
+  uint64_t x = seed;
+  for (auto& s : s_) s = splitmix(x);
+}
+
+uint64_t Rng::next() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::uniform(double lo, double hi) { return lo + (hi - lo) * (static_cast<double>(next() >> 11) * 0x1.0p-53); }
+
+double Rng::normal(double mean, double stddev) {
+  double u1 = uniform();
+  while (u1 <= 0.0) u1 = uniform();
+  const double u2 = uniform();
+  return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+int64_t Rng::randint(int64_t lo, int64_t hi) {
+  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  return lo + static_cast<int64_t>(span == 0 ? next() : next() % span);
+}
+
+uint64_t fresh_seed() {
+  if (const char* env = std::getenv("TEJAS_SEED"); env && *env) return std::strtoull(env, nullptr, 0);
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::string seed_note(uint64_t seed) {
+  return "seed " + std::to_string(seed) + " (rerun with TEJAS_SEED=" + std::to_string(seed) + ")";
+}
+
+void fill_normal(HostTensor& t, Rng& rng, double mean, double stddev) {
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) t.set_flat(i, rng.normal(mean, stddev));
+}
+void fill_uniform(HostTensor& t, Rng& rng, double lo, double hi) {
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) t.set_flat(i, rng.uniform(lo, hi));
+}
+void fill_randint(HostTensor& t, Rng& rng, int64_t lo, int64_t hi) {
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) t.set_flat(i, static_cast<double>(rng.randint(lo, hi)));
+}
+
+int64_t ulp_distance(DType t, uint64_t a, uint64_t b) {
+  const double da = ref::decode(t, a), db = ref::decode(t, b);
+  if (std::isnan(da) || std::isnan(db)) return std::numeric_limits<int64_t>::max();
+  if (da == db) return 0;
+  const int bits = dtype_bits(t);
+  // Map sign-magnitude codes onto a monotone integer line.
+  auto ordinal = [&](uint64_t v) -> int64_t {
+    const uint64_t sign = 1ull << (bits - 1);
+    const uint64_t mag = v & (sign - 1);
+    return (v & sign) ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
+  };
+  const int64_t d = ordinal(a) - ordinal(b);
+  return d < 0 ? -d : d;
+}
+
+std::string index_string(const std::vector<int64_t>& shape, int64_t flat) {
+  int64_t idx[kMaxDims] = {};
+  unflatten(shape, flat, idx);
+  std::ostringstream os;
+  os << "[";
+  for (size_t d = 0; d < shape.size(); ++d) os << (d ? ", " : "") << idx[d];
+  os << "]";
+  return os.str();
+}
+
+namespace {
+CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const Tolerance* tol) {
+  CompareResult r;
+  if (got.shape() != want.shape()) {
+    r.ok = false;
+    r.message = "shape mismatch";
+    return r;
+  }
+  const int64_t n = got.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    ++r.checked;
+    const double g = got.get_flat(i), w = want.get_flat(i);
+    bool good;
+    if (!tol) {
+      good = got.bits_flat(i) == want.bits_flat(i);
+    } else if (std::isnan(w) || std::isnan(g)) {
+      good = std::isnan(w) && std::isnan(g);
+    } else if (std::isinf(w) || std::isinf(g)) {
+      good = g == w;
+    } else {
+      const double err = std::fabs(g - w);
+      good = err <= tol->abs + tol->rel * std::fabs(w);
+      if (!good && tol->ulps >= 0 && got.dtype() == want.dtype())
+        good = ulp_distance(got.dtype(), got.bits_flat(i), want.bits_flat(i)) <= tol->ulps;
+      r.max_abs_err = std::max(r.max_abs_err, err);
+      if (w != 0) r.max_rel_err = std::max(r.max_rel_err, err / std::fabs(w));
+      if (got.dtype() == want.dtype())
+        r.max_ulps = std::max(r.max_ulps, ulp_distance(got.dtype(), got.bits_flat(i), want.bits_flat(i)));
+    }
+    if (!good) {
+      if (r.mismatches == 0) {
+        r.first_bad = i;
+        r.got_at_first = g;
+        r.want_at_first = w;
+      }
+      ++r.mismatches;
+    }
+  }
+  r.ok = r.mismatches == 0;
+  std::ostringstream os;
+  if (!r.ok) {
+    os << r.mismatches << " of " << r.checked << " mismatch; first at " << index_string(got.shape(), r.first_bad)
+       << ": got " << r.got_at_first << " want " << r.want_at_first << "; ";
+  } else {
+    os << r.checked << " match; ";
+  }
+  os << "max abs err " << r.max_abs_err << ", max rel err " << r.max_rel_err << ", max ulps " << r.max_ulps;
+  r.message = os.str();
+  return r;
+}
+}  // namespace
+
+CompareResult compare(const HostTensor& got, const HostTensor& want, const Tolerance& tol) {
+  return compare_impl(got, want, &tol);
+}
+CompareResult compare_exact(const HostTensor& got, const HostTensor& want) { return compare_impl(got, want, nullptr); }
+
+}  // namespace tejas::check
