@@ -5,9 +5,17 @@
 //   silu_mul with SiluMulOptions::clamped (gpt-oss's clamped SwiGLU):
 //                  g = min(gate, limit); u = clamp(up, -limit, limit);
 //                  out = g * sigmoid(alpha * g) * (u + 1)
+//                  (gate is clamped from above only; limit and alpha finite and > 0).
 //
-// Dtypes: x in {bf16, f16, f32}; out has x's dtype. Strides: innermost contiguous, token stride free.
-// Math in float64 in the reference; one rounding at the end. NaN in, NaN out.
+// Shapes: T >= 1, F >= 1. Dtypes: x in {bf16, f16, f32}; out has x's dtype.
+// Strides: non-negative; innermost contiguous, token stride free; out must not overlap x or
+// itself. Data pointers aligned to the element size; both on one device.
+// Math in float64 in the reference; one rounding at the end.
+// Non-finite values, per element:
+//   NaN in gate or up gives NaN out (the clamps do not hide NaN).
+//   gate = +Inf: silu and gelu_tanh give +Inf (their limit); gate = -Inf: they give -0 (their
+//   limit), so out = -0 * up (NaN when up is +-Inf). Clamped: +Inf gate -> limit, -Inf gate ->
+//   -0 * (u + 1); +-Inf up -> +-limit. Otherwise the product follows IEEE (Inf * 0 = NaN).
 #pragma once
 #include "tejas/context.h"
 #include "tejas/status.h"

@@ -94,9 +94,13 @@ struct LaunchOptions {
   int arch = 90;               // 80 or 90; sets the smem cap (163 KB / 227 KB) and instruction set
   uint64_t seed = 0;           // 0: TEJAS_EMU_SEED if set, else a fixed default (reproducible)
   bool print_report = false;   // also when TEJAS_EMU_REPORT=1
-  // Reserved for Hopper: cluster dims (blocks of one cluster run together).
+  // Cluster dims: the blocks of one cluster run together (interleaved by the scheduler).
   dim3 cluster{1, 1, 1};
+  size_t stack_bytes = 0;      // per-thread fiber stack; 0: TEJAS_EMU_STACK_KB if set, else 64 KB
 };
+inline constexpr size_t kDefaultStackBytes = 64 * 1024;
+inline constexpr size_t kSmemCapSm90 = 232448;  // 227 KB opt-in dynamic shared memory per block
+inline constexpr size_t kSmemCapSm80 = 166912;  // 163 KB
 
 // ---- launching ------------------------------------------------------------------------------
 namespace detail {
@@ -139,6 +143,12 @@ enum class Access : uint8_t { read = 1, write = 2, read_write = 3 };
 // `initialized` false: reads before a device-layer write are poison reads.
 void register_buffer(const void* p, size_t bytes, Access access, const char* name, bool initialized = true);
 void unregister_buffer(const void* p);
+// Host-side initialization of emulator memory (like cudaMemcpy / cudaMemset): the bytes count as
+// written from then on. Writes made outside the device layer are not seen by the emulator, so
+// host code fills device_malloc memory through these (or calls mark_initialized afterwards).
+void copy_to_device(void* dst, const void* src, size_t bytes);
+void fill_device(void* dst, unsigned char value, size_t bytes);
+void mark_initialized(const void* p, size_t bytes);
 struct ScopedBuffer {
   ScopedBuffer(const void* p, size_t bytes, Access access, const char* name, bool initialized = true)
       : p_(p) { register_buffer(p, bytes, access, name, initialized); }
@@ -151,22 +161,33 @@ struct ScopedBuffer {
 
 // ---- hooks for the device layer (valid only inside a launch, from a thread fiber) ------------
 // Validate and record an access of `bytes` at p (bounds, alignment, poison, races, pending
-// cp.async, counters); the caller then performs the copy. Space is found from the address.
-void on_load(const void* p, size_t bytes, Site site);
-void on_store(void* p, size_t bytes, Site site);
-void on_atomic(void* p, size_t bytes, Site site);  // bounds only; atomics never race
+// cp.async, counters). Space is found from the address. Returns whether the caller may perform
+// the access: false after a fault (out of bounds, misaligned, store into a read-only buffer,
+// read of a pending cp.async destination); a load then yields poison (fill 0xFF), a store is
+// dropped. The result may be ignored only where the access is known to be in bounds.
+// `flags`: kAccessNoBankCount for accesses whose shared-memory wavefronts the caller counts
+// itself through count_shared_phase (ldmatrix / stmatrix rows).
+inline constexpr uint32_t kAccessNoBankCount = 1;
+bool on_load(const void* p, size_t bytes, Site site, uint32_t flags = 0);
+bool on_store(void* p, size_t bytes, Site site, uint32_t flags = 0);
+// Atomics: bounds, alignment, poison (an atomic reads the old value); they never race.
+bool on_atomic(void* p, size_t bytes, Site site);
+
+inline constexpr unsigned char kPoisonByte = 0xFF;
 
 template <class T>
 inline T load(const T* p, Site site = Site::here()) {
-  on_load(p, sizeof(T), site);
   T v;
-  __builtin_memcpy(&v, p, sizeof(T));
+  if (on_load(p, sizeof(T), site)) {
+    __builtin_memcpy(&v, p, sizeof(T));
+  } else {
+    __builtin_memset(&v, kPoisonByte, sizeof(T));
+  }
   return v;
 }
 template <class T>
 inline void store(T* p, const T& v, Site site = Site::here()) {
-  on_store(p, sizeof(T), site);
-  __builtin_memcpy(p, &v, sizeof(T));
+  if (on_store(p, sizeof(T), site)) __builtin_memcpy(p, &v, sizeof(T));
 }
 
 // Warp collectives. Every lane named in `mask` calls with its own `in` / `out`; the call
@@ -198,9 +219,20 @@ void cp_async_wait(int n, Site site);  // at most n most recent groups stay pend
 void report(FindingKind kind, const void* address, Site site, std::string detail);
 
 // The current thread's view (inside a launch).
+namespace detail {
+// CUDA built-in variables of the running fiber (cuda_shim.h maps threadIdx etc. onto these).
+struct Builtins {
+  uint3 thread_idx{0, 0, 0};
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim{1, 1, 1};
+  dim3 grid_dim{1, 1, 1};
+};
+extern thread_local const Builtins* tls_builtins;
+}  // namespace detail
 int current_arch();
 void* dynamic_smem_base();
 size_t dynamic_smem_size();
 bool in_launch();
+int lane_id();  // threadIdx linearized, modulo 32
 
 }  // namespace tejas::emu

@@ -1,0 +1,52 @@
+// Benchmark suites: the workload rows (op, model, shape, FLOPs/bytes) and, for GPU runs, how to
+// allocate each row's tensors and launch it.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/device_arena.h"
+#include "bench/floors.h"
+#include "bench/workloads.h"
+
+namespace tejas::bench {
+
+// GPU only: allocates the row's tensors in `arena` and returns a launch on the cuda backend.
+using Prepare = std::function<Status(DeviceArena& arena, std::function<Status()>* launch)>;
+
+struct Workload {
+  std::string suite;  // "norm"
+  std::string op;     // "rms_norm", "gemm_bf16", "copy_d2d"
+  std::string model;  // "llama-3.1-8b" ("" for model-free rows)
+  std::string shape;  // "T=16 H=4096 bf16"
+  Cost cost;
+  std::string check_op;  // the `tejas check` op that validates this kernel ("" for baselines)
+  std::string baseline;  // name of the baseline timed beside it ("" none yet; see docs/tools.md)
+  Prepare prepare;
+};
+
+// norm, rope, activation, quant, attention, memcpy, gemm.
+const std::vector<std::string>& suite_names();
+// The suites `tejas bench` runs by default: all of the above.
+bool is_suite(std::string_view name);
+
+// Rows of one suite for the given models (empty = every model).
+std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<const ModelShape*>& models);
+
+// Per-family builders (suites_ops.cpp, suites_base.cpp).
+void add_norm_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_rope_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_activation_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_quant_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_attention_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_copy_rows(std::vector<Workload>& out);
+// The 8192^3 GEMMs whose throughput is the compute ceiling (roofline).
+Workload peak_gemm(bool fp8);
+
+// Largest working set a benchmark row may allocate; larger decode rows are listed with their
+// floors but not run.
+inline constexpr double kMaxRowBytes = 48.0 * (1ull << 30);
+
+}  // namespace tejas::bench

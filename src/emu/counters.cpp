@@ -1,0 +1,147 @@
+// Profiler-style counters: global requests and sectors, shared-memory wavefronts, tensor ops.
+//
+// A request is one warp-level instruction. Lanes run independently, so a lane's access is tied
+// to its warp's request by (warp, call site, how many times this lane executed that site before):
+// the grouping does not depend on the scheduling order. Records are kept per block and folded
+// when the block ends.
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "emu/internal.h"
+
+namespace tejas::emu {
+namespace rt {
+namespace {
+
+constexpr uint64_t kSectorBytes = 32;
+constexpr uint32_t kBanks = 32;
+constexpr uint32_t kBankBytes = 4;
+constexpr uint32_t kSharedSiteKind = 2;  // occurrence counter kinds: 0 global load, 1 global store, 2 shared
+
+struct PhaseCost {
+  uint64_t wavefronts = 0, ideal = 0;
+};
+
+// One phase of a shared access: the words each bank must deliver. Lanes reading the same word
+// share it (broadcast); distinct words in one bank serialize.
+PhaseCost phase_cost(std::vector<uint32_t>& words) {
+  PhaseCost c;
+  if (words.empty()) return c;
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  uint32_t per_bank[kBanks] = {};
+  for (uint32_t w : words) c.wavefronts = std::max<uint64_t>(c.wavefronts, ++per_bank[w % kBanks]);
+  c.ideal = (words.size() + kBanks - 1) / kBanks;
+  return c;
+}
+
+// Lanes per phase: the hardware serves 128 bytes per wavefront.
+uint32_t lanes_per_phase(uint32_t size) {
+  return size >= 16 ? 8 : size == 8 ? 16 : kWarpSize;
+}
+
+void add_words(std::vector<uint32_t>& words, uint64_t offset, uint32_t size) {
+  const uint64_t last = offset + (size > 0 ? size - 1 : 0);
+  for (uint64_t w = offset / kBankBytes; w <= last / kBankBytes; ++w) words.push_back(static_cast<uint32_t>(w));
+}
+
+void fold_global(std::vector<GlobalReq>& v, Counters& c) {
+  auto key = [](const GlobalReq& r) { return std::tie(r.is_store, r.warp, r.file, r.line, r.occ); };
+  std::sort(v.begin(), v.end(), [&](const GlobalReq& a, const GlobalReq& b) {
+    return std::tie(a.is_store, a.warp, a.file, a.line, a.occ, a.sector) <
+           std::tie(b.is_store, b.warp, b.file, b.line, b.occ, b.sector);
+  });
+  for (size_t i = 0; i < v.size(); ++i) {
+    const bool new_req = i == 0 || key(v[i]) != key(v[i - 1]);
+    const bool new_sector = new_req || v[i].sector != v[i - 1].sector;
+    uint64_t& reqs = v[i].is_store ? c.global_store_requests : c.global_load_requests;
+    uint64_t& secs = v[i].is_store ? c.global_store_sectors : c.global_load_sectors;
+    reqs += new_req ? 1 : 0;
+    secs += new_sector ? 1 : 0;
+  }
+  v.clear();
+}
+
+void fold_shared(std::vector<SharedReq>& v, Counters& c) {
+  auto key = [](const SharedReq& r) { return std::tie(r.warp, r.file, r.line, r.occ); };
+  std::sort(v.begin(), v.end(), [&](const SharedReq& a, const SharedReq& b) {
+    return std::tie(a.warp, a.file, a.line, a.occ, a.lane) < std::tie(b.warp, b.file, b.line, b.occ, b.lane);
+  });
+  std::vector<uint32_t> words;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    uint32_t size = 0;
+    while (j < v.size() && key(v[j]) == key(v[i])) size = std::max(size, v[j++].size);
+    c.shared_requests++;
+    const uint32_t lpp = lanes_per_phase(size);
+    for (uint32_t phase = 0; phase < kWarpSize / lpp; ++phase) {
+      words.clear();
+      for (size_t k = i; k < j; ++k) {
+        if (v[k].lane / lpp == phase) add_words(words, v[k].offset, v[k].size);
+      }
+      const PhaseCost pc = phase_cost(words);
+      c.shared_wavefronts += pc.wavefronts;
+      c.shared_wavefronts_ideal += pc.ideal;
+    }
+    i = j;
+  }
+  v.clear();
+}
+
+}  // namespace
+
+uint32_t next_occurrence(Thread& t, Site site, uint32_t kind) {
+  for (SiteCount& s : t.sites) {
+    if (s.line == site.line && s.file == site.file && s.kind == kind) return s.count++;
+  }
+  t.sites.push_back(SiteCount{site.file, site.line, kind, 1});
+  return 0;
+}
+
+void record_global_request(Thread& t, uintptr_t addr, size_t bytes, Site site, bool is_store) {
+  const uint32_t occ = next_occurrence(t, site, is_store ? 1 : 0);
+  const uint64_t last = (addr + (bytes > 0 ? bytes - 1 : 0)) / kSectorBytes;
+  for (uint64_t s = addr / kSectorBytes; s <= last; ++s) {
+    t.block->global_reqs.push_back(GlobalReq{t.warp, site.file, site.line, occ, is_store ? 1u : 0u, s});
+  }
+}
+
+void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, Site site) {
+  const uint32_t occ = next_occurrence(t, site, kSharedSiteKind);
+  const auto offset = static_cast<uint32_t>(addr - reinterpret_cast<uintptr_t>(t.block->smem));
+  t.block->shared_reqs.push_back(
+      SharedReq{t.warp, site.file, site.line, occ, t.lane, offset, static_cast<uint32_t>(bytes)});
+}
+
+void flush_block_counters(Block& b, Counters& c) {
+  fold_global(b.global_reqs, c);
+  fold_shared(b.shared_reqs, c);
+}
+
+}  // namespace rt
+
+void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each) {
+  rt::current_thread();  // valid only inside a launch
+  thread_local std::vector<uint32_t> words;  // reused: no allocation per phase
+  words.clear();
+  for (int i = 0; i < n; ++i) rt::add_words(words, row_addrs[i], static_cast<uint32_t>(bytes_each));
+  const rt::PhaseCost pc = rt::phase_cost(words);
+  Counters& c = rt::g_launch->report.counters;
+  c.shared_wavefronts += pc.wavefronts;
+  c.shared_wavefronts_ideal += pc.ideal;
+}
+
+void count_tensor_op(const char* name) {
+  rt::current_thread();
+  rt::g_launch->report.counters.tensor_ops[name]++;
+}
+
+double Counters::sectors_per_load_request() const {
+  return global_load_requests == 0 ? 0.0 : static_cast<double>(global_load_sectors) / global_load_requests;
+}
+double Counters::sectors_per_store_request() const {
+  return global_store_requests == 0 ? 0.0 : static_cast<double>(global_store_sectors) / global_store_requests;
+}
+
+}  // namespace tejas::emu

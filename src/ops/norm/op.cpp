@@ -1,0 +1,128 @@
+// Public entry points of the RMSNorm family: validation, backend choice, dispatch.
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "ops/norm/layout_checks.h"
+#include "ops/norm/reference.h"
+#include "runtime/validate.h"
+#include "tejas/norm.h"
+
+namespace tejas {
+namespace {
+
+constexpr const char* kRmsNorm = "rms_norm";
+constexpr const char* kFusedAddRmsNorm = "fused_add_rms_norm";
+constexpr const char* kScaleName = "out_scale.scale";
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Layout rules every tensor argument shares: non-negative strides, contiguous innermost
+// dimension, data aligned to the element size.
+void check_layout(detail::Validator& v, const TensorView& t, const char* name) {
+  v.nonnegative_strides(t, name).inner_contiguous(t, name).aligned(t, name, detail::element_bytes(t));
+}
+
+void check_distinct(detail::Validator& v, const TensorView& t, const char* name) {
+  if (t.defined())
+    v.require(detail::elements_distinct(t),
+              std::string(name) + ": expected an output whose elements do not overlap each other, got " + t.describe());
+}
+
+// Shared by both ops; `residual` is absent for rms_norm.
+Status validate(const char* op, const TensorView& x, const TensorView& residual, bool fused, const TensorView& weight,
+                double eps, const TensorView& out, const Fp8Scale& sc) {
+  detail::Validator v(op);
+  v.defined(x, "x");
+  if (fused) v.defined(residual, "residual");
+  v.defined(weight, "weight").defined(out, "out");
+  if (!v.ok()) return v.status();
+
+  const DType xt = x.dtype;
+  v.dtype_in(x, "x", {DType::bf16, DType::f16, DType::f32});
+  if (xt == DType::f32) v.dtype_in(weight, "weight", {DType::f32});
+  else v.dtype_in(weight, "weight", {xt, DType::f32});
+  v.dtype_in(residual, "residual", {DType::bf16, DType::f16, DType::f32});
+  v.dtype_in(out, "out", {xt, DType::e4m3});
+
+  v.rank(x, "x", 2).rank(residual, "residual", 2).rank(weight, "weight", 1).rank(out, "out", 2);
+  v.dim_min(x, "x", 0, 1).dim_min(x, "x", 1, 1);
+  v.same_shape(residual, "residual", x, "x").same_shape(out, "out", x, "x");
+  if (v.ok()) v.dim_eq(weight, "weight", 0, x.shape[1], "x's H");
+  for (const detail::NamedTensor& nt : {detail::NamedTensor{"x", &x}, {"residual", &residual}, {"weight", &weight},
+                                        {"out", &out}})
+    check_layout(v, *nt.t, nt.name);
+
+  const bool fp8 = out.dtype == DType::e4m3;
+  const bool dynamic = sc.mode == Fp8ScaleMode::dynamic_per_token;
+  if (fp8) {
+    v.require(dynamic || sc.mode == Fp8ScaleMode::static_per_tensor,
+              "out_scale.mode: expected dynamic_per_token or static_per_tensor, got " +
+                  std::to_string(static_cast<int>(sc.mode)));
+    v.defined(sc.scale, kScaleName).dtype_in(sc.scale, kScaleName, {DType::f32}).rank(sc.scale, kScaleName, 1);
+    v.dim_eq(sc.scale, kScaleName, 0, dynamic ? x.shape[0] : 1, dynamic ? "x's T: dynamic per-token scale" : "static scale");
+    check_layout(v, sc.scale, kScaleName);
+  } else {
+    v.require(!sc.scale.defined(), std::string(kScaleName) + ": expected none (out is " +
+                                       std::string(dtype_name(out.dtype)) + ", not e4m3), got " +
+                                       sc.scale.describe());
+  }
+  v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
+  v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &sc.scale}});
+
+  const TensorView none;
+  const TensorView& out_scale = fp8 && dynamic ? sc.scale : none;  // an output only when dynamic
+  check_distinct(v, out, "out");
+  check_distinct(v, residual, "residual");
+  check_distinct(v, out_scale, kScaleName);
+  v.no_overlap(out, "out", x, "x", /*allow_identical=*/true)
+      .no_overlap(out, "out", weight, "weight")
+      .no_overlap(out, "out", residual, "residual")
+      .no_overlap(out, "out", sc.scale, kScaleName)
+      .no_overlap(residual, "residual", x, "x")
+      .no_overlap(residual, "residual", weight, "weight")
+      .no_overlap(residual, "residual", sc.scale, kScaleName)
+      .no_overlap(out_scale, kScaleName, x, "x")
+      .no_overlap(out_scale, kScaleName, weight, "weight");
+  return v.status();
+}
+
+Status run(const char* op, const ExecContext& ctx, const TensorView& x, const TensorView& residual, bool fused,
+           const TensorView& weight, double eps, const TensorView& out, const Fp8Scale& sc) {
+  TEJAS_RETURN_IF_ERROR(validate(op, x, residual, fused, weight, eps, out, sc));
+  Backend backend;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      op, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &sc.scale}},
+      &backend));
+  switch (backend) {
+    case Backend::reference:
+      return fused ? ref::fused_add_rms_norm(x, residual, weight, eps, out, sc)
+                   : ref::rms_norm(x, weight, eps, out, sc);
+    case Backend::emulator:
+    case Backend::cuda:
+      // Kernels plug in here. In debug-check mode they first run ref::check_static_fp8_scale
+      // on a static scale (copied to the host for cuda).
+      return detail::backend_unsupported(op, backend);
+    case Backend::automatic:  // resolved above; listed for -Wswitch
+      break;
+  }
+  return Status::Internal(std::string(op) + ": unresolved backend");
+}
+
+}  // namespace
+
+Status rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, double eps,
+                const TensorView& out, const Fp8Scale& out_scale) {
+  return run(kRmsNorm, ctx, x, TensorView{}, /*fused=*/false, weight, eps, out, out_scale);
+}
+
+Status fused_add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& residual,
+                          const TensorView& weight, double eps, const TensorView& out, const Fp8Scale& out_scale) {
+  return run(kFusedAddRmsNorm, ctx, x, residual, /*fused=*/true, weight, eps, out, out_scale);
+}
+
+}  // namespace tejas

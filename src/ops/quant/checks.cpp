@@ -1,0 +1,77 @@
+#include "ops/quant/checks.h"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "ops/common/ref_numeric.h"
+
+namespace tejas::quant_detail {
+
+using detail::Validator;
+
+void check_layout(Validator& v, const TensorView& data, const char* data_name, const TensorView& q,
+                  const TensorView& scales, int64_t block, const std::string& block_what) {
+  v.rank_between(data, data_name, 1, kMaxDims);
+  if (!v.ok()) return;
+  const int last = data.ndim - 1;
+  const int64_t K = data.shape[last];
+  v.require(K % block == 0, std::string(data_name) + ": expected an innermost dim that is a multiple of " +
+                                block_what + ", got " + std::to_string(K) + " (shape " +
+                                detail::shape_string(data) + ")");
+  v.same_shape(q, "q", data, data_name);
+  v.rank(scales, "scales", data.ndim);
+  const std::string lead_why = std::string(data_name) + "'s leading dims";
+  for (int d = 0; d < last; ++d) v.dim_eq(scales, "scales", d, data.shape[d], lead_why.c_str());
+  const std::string k_why = std::string(data_name) + "'s K / " + block_what;
+  v.dim_eq(scales, "scales", last, K / block, k_why.c_str());
+  for (const auto& [t, name] : {std::pair{&data, data_name}, {&q, "q"}, {&scales, "scales"}})
+    v.inner_contiguous(*t, name).nonnegative_strides(*t, name);
+  if (q.dtype == DType::e2m1) {
+    bool even = true;
+    for (int d = 0; d < last; ++d) even = even && (q.shape[d] <= 1 || q.stride[d] % 2 == 0);
+    v.require(even, "q: expected even outer strides for e2m1 (every row starts on a byte), got " + q.describe());
+  }
+}
+
+void check_distinct_elements(Validator& v, const TensorView& t, const char* name) {
+  if (!v.ok() || !t.defined() || t.numel() == 0) return;
+  // Sufficient test: ordered by stride, each dim steps past everything the smaller ones cover.
+  int dims[kMaxDims];
+  int n = 0;
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] > 1) dims[n++] = d;
+  for (int i = 1; i < n; ++i)  // insertion sort by stride (std::sort trips -Warray-bounds here)
+    for (int j = i; j > 0 && t.stride[dims[j]] < t.stride[dims[j - 1]]; --j) std::swap(dims[j], dims[j - 1]);
+  int64_t span = 1;  // elements covered by the dims seen so far
+  bool distinct = true;
+  for (int i = 0; i < n; ++i) {
+    const int d = dims[i];
+    distinct = distinct && t.stride[d] >= span;
+    span += (t.shape[d] - 1) * t.stride[d];
+  }
+  v.require(distinct, std::string(name) + ": expected strides that give every element its own address, got " +
+                          t.describe());
+}
+
+bool valid_format(MxFormat f) { return f == MxFormat::mxfp8 || f == MxFormat::mxfp4 || f == MxFormat::nvfp4; }
+
+void check_tensor_scale(Validator& v, MxFormat f, const TensorView& ts) {
+  if (!v.ok()) return;
+  if (f != MxFormat::nvfp4) {
+    v.require(!ts.defined(), std::string("tensor_scale: expected none for ") + mx_format_name(f) +
+                                 " (only nvfp4 takes one), got " + ts.describe());
+    return;
+  }
+  v.defined(ts, "tensor_scale").dtype_in(ts, "tensor_scale", {DType::f32}).shape(ts, "tensor_scale", {1});
+}
+
+void check_tensor_scale_value(Validator& v, const TensorView& ts) {
+  if (!v.ok() || !ts.defined() || ts.device != Device::cpu) return;
+  const double value = ref::at(ts, 0);
+  std::ostringstream got;
+  got << value;
+  v.require(std::isfinite(value) && value > 0, "tensor_scale: expected a finite value > 0, got " + got.str());
+}
+
+}  // namespace tejas::quant_detail

@@ -1,0 +1,28 @@
+// Argument checks shared by the quantization ops (see include/tejas/quant.h for the rules).
+#pragma once
+#include <string>
+
+#include "runtime/validate.h"
+#include "tejas/quant.h"
+
+namespace tejas::quant_detail {
+
+// The float side (`data`: x or out) and the codes `q` are [..., K] with K a multiple of `block`
+// (described as `block_what` in messages, e.g. "group_size (128)"); `scales` is [..., K / block].
+// Checks ranks, shapes, inner-contiguous non-negative strides and byte-aligned e2m1 rows.
+// `block` must already be known positive.
+void check_layout(detail::Validator& v, const TensorView& data, const char* data_name, const TensorView& q,
+                  const TensorView& scales, int64_t block, const std::string& block_what);
+
+// An output must not map two indices to one element (zero or interleaved strides).
+void check_distinct_elements(detail::Validator& v, const TensorView& t, const char* name);
+
+bool valid_format(MxFormat f);
+
+// tensor_scale: f32 [1] for nvfp4, absent otherwise.
+void check_tensor_scale(detail::Validator& v, MxFormat f, const TensorView& tensor_scale);
+// Its value (> 0, finite), read when it is a host tensor: call this last, after the device
+// and overlap checks.
+void check_tensor_scale_value(detail::Validator& v, const TensorView& tensor_scale);
+
+}  // namespace tejas::quant_detail

@@ -1,0 +1,149 @@
+// Public entry points of the quantization ops: validation, then backend dispatch.
+#include <string>
+
+#include "ops/quant/checks.h"
+#include "ops/quant/reference.h"
+#include "runtime/validate.h"
+#include "tejas/quant.h"
+
+namespace tejas {
+
+using detail::Validator;
+using quant_detail::check_distinct_elements;
+using quant_detail::check_layout;
+
+namespace {
+
+constexpr int kMxBlock = 32;     // OCP MX block size (mxfp8, mxfp4)
+constexpr int kNvfp4Block = 16;  // NVFP4 block size
+
+std::string group_what(int group_size) { return "group_size (" + std::to_string(group_size) + ")"; }
+
+std::string block_what(MxFormat f) {
+  return std::string("the ") + mx_format_name(f) + " block size (" + std::to_string(mx_block_size(f)) + ")";
+}
+
+DType mx_code_dtype(MxFormat f) { return f == MxFormat::mxfp8 ? DType::e4m3 : DType::e2m1; }
+DType mx_scale_dtype(MxFormat f) { return f == MxFormat::nvfp4 ? DType::e4m3 : DType::ue8m0; }
+
+// Dtype checks of the MX family; the format must already be valid.
+void check_mx_dtypes(Validator& v, MxFormat f, const TensorView& data, const char* data_name, const TensorView& q,
+                     const TensorView& scales) {
+  v.dtype_in(data, data_name, {DType::bf16, DType::f16, DType::f32})
+      .dtype_in(q, "q", {mx_code_dtype(f)})
+      .dtype_in(scales, "scales", {mx_scale_dtype(f)});
+}
+
+}  // namespace
+
+const char* mx_format_name(MxFormat f) {
+  switch (f) {
+    case MxFormat::mxfp8: return "mxfp8";
+    case MxFormat::mxfp4: return "mxfp4";
+    case MxFormat::nvfp4: return "nvfp4";
+  }
+  return "?";
+}
+
+int mx_block_size(MxFormat f) {
+  switch (f) {
+    case MxFormat::mxfp8: return kMxBlock;
+    case MxFormat::mxfp4: return kMxBlock;
+    case MxFormat::nvfp4: return kNvfp4Block;
+  }
+  return 0;
+}
+
+Status quant_fp8_group(const ExecContext& ctx, const TensorView& x, const TensorView& q, const TensorView& scales,
+                       int group_size) {
+  constexpr const char* kOp = "quant_fp8_group";
+  Validator v(kOp);
+  v.defined(x, "x").defined(q, "q").defined(scales, "scales");
+  v.dtype_in(x, "x", {DType::bf16, DType::f16, DType::f32})
+      .dtype_in(q, "q", {DType::e4m3})
+      .dtype_in(scales, "scales", {DType::f32, DType::ue8m0});
+  v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
+  if (v.ok()) check_layout(v, x, "x", q, scales, group_size, group_what(group_size));
+  check_distinct_elements(v, q, "q");
+  check_distinct_elements(v, scales, "scales");
+  v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}});
+  v.no_overlap(q, "q", x, "x").no_overlap(scales, "scales", x, "x").no_overlap(scales, "scales", q, "q");
+  TEJAS_RETURN_IF_ERROR(v.status());
+  Backend b;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(kOp, ctx, {{"x", &x}, {"q", &q}, {"scales", &scales}}, &b));
+  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  ref::quant_fp8_group(x, q, scales, group_size);
+  return Status::Ok();
+}
+
+Status dequant_fp8_group(const ExecContext& ctx, const TensorView& q, const TensorView& scales,
+                         const TensorView& out, int group_size) {
+  constexpr const char* kOp = "dequant_fp8_group";
+  Validator v(kOp);
+  v.defined(q, "q").defined(scales, "scales").defined(out, "out");
+  v.dtype_in(q, "q", {DType::e4m3})
+      .dtype_in(scales, "scales", {DType::f32, DType::ue8m0})
+      .dtype_in(out, "out", {DType::bf16, DType::f16, DType::f32});
+  v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
+  if (v.ok()) check_layout(v, out, "out", q, scales, group_size, group_what(group_size));
+  check_distinct_elements(v, out, "out");
+  v.same_device({{"q", &q}, {"scales", &scales}, {"out", &out}});
+  v.no_overlap(out, "out", q, "q").no_overlap(out, "out", scales, "scales");
+  TEJAS_RETURN_IF_ERROR(v.status());
+  Backend b;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(kOp, ctx, {{"q", &q}, {"scales", &scales}, {"out", &out}}, &b));
+  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  ref::dequant_fp8_group(q, scales, out, group_size);
+  return Status::Ok();
+}
+
+Status quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, const TensorView& q,
+                const TensorView& scales, const TensorView& tensor_scale) {
+  constexpr const char* kOp = "quant_mx";
+  Validator v(kOp);
+  v.require(quant_detail::valid_format(format),
+            "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)));
+  v.defined(x, "x").defined(q, "q").defined(scales, "scales");
+  if (v.ok()) check_mx_dtypes(v, format, x, "x", q, scales);
+  if (v.ok()) check_layout(v, x, "x", q, scales, mx_block_size(format), block_what(format));
+  check_distinct_elements(v, q, "q");
+  check_distinct_elements(v, scales, "scales");
+  quant_detail::check_tensor_scale(v, format, tensor_scale);
+  v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}});
+  v.no_overlap(q, "q", x, "x").no_overlap(scales, "scales", x, "x").no_overlap(scales, "scales", q, "q");
+  v.no_overlap(q, "q", tensor_scale, "tensor_scale").no_overlap(scales, "scales", tensor_scale, "tensor_scale");
+  quant_detail::check_tensor_scale_value(v, tensor_scale);
+  TEJAS_RETURN_IF_ERROR(v.status());
+  Backend b;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      kOp, ctx, {{"x", &x}, {"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}}, &b));
+  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  ref::quant_mx(format, x, q, scales, tensor_scale);
+  return Status::Ok();
+}
+
+Status dequant_mx(const ExecContext& ctx, MxFormat format, const TensorView& q, const TensorView& scales,
+                  const TensorView& tensor_scale, const TensorView& out) {
+  constexpr const char* kOp = "dequant_mx";
+  Validator v(kOp);
+  v.require(quant_detail::valid_format(format),
+            "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)));
+  v.defined(q, "q").defined(scales, "scales").defined(out, "out");
+  if (v.ok()) check_mx_dtypes(v, format, out, "out", q, scales);
+  if (v.ok()) check_layout(v, out, "out", q, scales, mx_block_size(format), block_what(format));
+  check_distinct_elements(v, out, "out");
+  quant_detail::check_tensor_scale(v, format, tensor_scale);
+  v.same_device({{"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}, {"out", &out}});
+  v.no_overlap(out, "out", q, "q").no_overlap(out, "out", scales, "scales");
+  v.no_overlap(out, "out", tensor_scale, "tensor_scale");
+  quant_detail::check_tensor_scale_value(v, tensor_scale);
+  TEJAS_RETURN_IF_ERROR(v.status());
+  Backend b;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      kOp, ctx, {{"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}, {"out", &out}}, &b));
+  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  ref::dequant_mx(format, q, scales, tensor_scale, out);
+  return Status::Ok();
+}
+
+}  // namespace tejas

@@ -1,0 +1,146 @@
+// Profiler-style counters: global sectors per request, unique bytes, shared-memory wavefronts
+// (bank conflicts), ldmatrix-style phases, tensor-op and barrier counts. Expected numbers are
+// derived here from the access pattern (32-byte sectors, 32 banks of 4 bytes).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "device/prelude.h"
+#include "device/ptx/ld_st.h"
+#include "emu_test_util.h"
+
+using namespace tejas::dev;
+using namespace tejas::ptx;
+using tejas::emu::testing::DevBuf;
+namespace emu = tejas::emu;
+
+namespace {
+
+constexpr int kThreads = 128, kBlocks = 4;
+constexpr int kVec = kThreads * kBlocks * 2;  // float4 elements, two per thread
+constexpr uint64_t kWarpsPerLaunch = kThreads * kBlocks / 32;
+
+__global__ void copy_float4(const float4* in, float4* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    st_global(out + i, ld_global_nc(in + i));
+  }
+}
+
+TEST(EmuCounters, CoalescedFloat4Copy) {
+  DevBuf<float4> in(kVec, "in"), out(kVec, "out");
+  std::vector<float4> v(kVec, float4{1, 2, 3, 4});
+  in.upload(v);
+  auto r = emu::launch(copy_float4, dim3(kBlocks), dim3(kThreads), 0, in.get(), out.get(), kVec);
+  ASSERT_TRUE(r.ok()) << r.summary();
+  const auto& c = r.counters;
+  // One request per warp and iteration; a warp's 32 lanes x 16 B cover 512 contiguous bytes:
+  // 16 sectors (4 per 8-lane quarter), the minimum.
+  EXPECT_EQ(c.global_load_requests, kWarpsPerLaunch * 2);
+  EXPECT_EQ(c.global_load_sectors, c.global_load_requests * 16);
+  EXPECT_EQ(c.global_store_sectors, c.global_store_requests * 16);
+  EXPECT_DOUBLE_EQ(c.sectors_per_load_request(), 16.0);
+  EXPECT_EQ(c.global_bytes_read_unique, kVec * sizeof(float4));
+  EXPECT_EQ(c.global_bytes_written_unique, kVec * sizeof(float4));
+}
+
+constexpr int kStride = 32;  // floats: each lane in its own 128-byte line
+__global__ void strided_read(const float* in, float* out, int) {
+  const int t = threadIdx.x;
+  st_global(out + t, ld_global(in + t * kStride));
+}
+
+__global__ void coalesced_read(const float* in, float* out, int) {
+  const int t = threadIdx.x;
+  st_global(out + t, ld_global(in + t));
+}
+
+TEST(EmuCounters, StridedAccessTouchesMoreSectors) {
+  DevBuf<float> in(32 * kStride, "in"), out(32, "out");
+  in.upload(std::vector<float>(32 * kStride, 1.0f));
+  auto strided = emu::launch(strided_read, dim3(1), dim3(32), 0, in.get(), out.get(), 0);
+  auto dense = emu::launch(coalesced_read, dim3(1), dim3(32), 0, in.get(), out.get(), 0);
+  ASSERT_TRUE(strided.ok() && dense.ok()) << strided.summary() << dense.summary();
+  EXPECT_EQ(strided.counters.global_load_requests, 1u);
+  EXPECT_EQ(strided.counters.global_load_sectors, 32u);
+  EXPECT_EQ(dense.counters.global_load_sectors, 4u);
+  EXPECT_EQ(dense.counters.global_store_sectors, 4u);
+  EXPECT_EQ(strided.counters.global_bytes_read_unique, 32u * sizeof(float));
+}
+
+// Shared patterns, by `pattern`: 0 column of a 32x32 tile (all lanes in bank 0), 1 the same with
+// a padded row (33), 2 broadcast of one word, 3 float4 rows (conflict-free), 4 float4 at a
+// 128-byte stride (8 lanes per phase in the same 4 banks).
+__global__ void shared_pattern(float* out, int pattern) {
+  float* s = dynamic_smem<float>();
+  const int lane = threadIdx.x;
+  switch (pattern) {
+    case 0: st_shared(s + lane * 32, 1.0f); break;
+    case 1: st_shared(s + lane * 33, 1.0f); break;
+    case 2:
+      if (lane == 0) st_shared(s, 1.0f);
+      __syncwarp();
+      st_global(out + lane, ld_shared(s));
+      break;
+    case 3: st_shared(reinterpret_cast<float4*>(s) + lane, float4{1, 2, 3, 4}); break;
+    case 4: st_shared(reinterpret_cast<float4*>(s) + lane * 8, float4{1, 2, 3, 4}); break;
+  }
+}
+
+struct SharedCase {
+  int pattern;
+  uint64_t requests, wavefronts, ideal;
+};
+
+TEST(EmuCounters, SharedBankConflicts) {
+  DevBuf<float> out(32, "out");
+  const SharedCase cases[] = {
+      {0, 1, 32, 1},          // 32 distinct words in bank 0
+      {1, 1, 1, 1},           // padding spreads the column over all banks
+      {2, 2, 2, 2},           // one store by lane 0, then a broadcast read
+      {3, 1, 4, 4},           // 4 phases of 8 lanes x 16 B, each conflict-free
+      {4, 1, 4 * 8, 4 * 1},   // per phase, 8 lanes hit the same 4 banks
+  };
+  for (const SharedCase& k : cases) {
+    auto r = emu::launch(shared_pattern, dim3(1), dim3(32), 32 * 33 * sizeof(float), out.get(), k.pattern);
+    ASSERT_TRUE(r.ok()) << r.summary();
+    SCOPED_TRACE("pattern " + std::to_string(k.pattern));
+    EXPECT_EQ(r.counters.shared_requests, k.requests);
+    EXPECT_EQ(r.counters.shared_wavefronts, k.wavefronts);
+    EXPECT_EQ(r.counters.shared_wavefronts_ideal, k.ideal);
+    EXPECT_EQ(r.counters.bank_conflict_wavefronts(), k.wavefronts - k.ideal);
+  }
+}
+
+constexpr int kRowBytes = 16, kRows = 8;
+__global__ void matrix_phases(float*, int stride) {
+  if (threadIdx.x % 32 != 0) return;
+  const auto base = reinterpret_cast<uintptr_t>(dynamic_smem<char>());
+  uintptr_t rows[kRows];
+  for (int i = 0; i < kRows; ++i) rows[i] = base + static_cast<uintptr_t>(i * stride);
+  emu::count_shared_phase(rows, kRows, kRowBytes);
+  emu::count_tensor_op("mma.test");
+}
+
+TEST(EmuCounters, MatrixPhasesAndTensorOps) {
+  auto dense = emu::launch(matrix_phases, dim3(1), dim3(64), 2048, static_cast<float*>(nullptr), kRowBytes);
+  auto conflicted = emu::launch(matrix_phases, dim3(1), dim3(64), 2048, static_cast<float*>(nullptr), 128);
+  ASSERT_TRUE(dense.ok() && conflicted.ok());
+  EXPECT_EQ(dense.counters.shared_wavefronts, 2u);  // two warps, one phase each
+  EXPECT_EQ(dense.counters.shared_wavefronts_ideal, 2u);
+  EXPECT_EQ(conflicted.counters.shared_wavefronts, 2u * 8u);  // 8 rows in the same 4 banks
+  EXPECT_EQ(conflicted.counters.shared_wavefronts_ideal, 2u);
+  EXPECT_EQ(dense.counters.tensor_ops.at("mma.test"), 2u);
+}
+
+__global__ void many_barriers(float*, int n) {
+  for (int i = 0; i < n; ++i) __syncthreads();
+}
+
+TEST(EmuCounters, BarriersPerBlock) {
+  auto r = emu::launch(many_barriers, dim3(3), dim3(64), 0, static_cast<float*>(nullptr), 5);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.counters.barriers, 15u);
+}
+
+}  // namespace

@@ -1,0 +1,193 @@
+// The `tejas` command line in-process: flags (good, bad, --help on every command), exit codes,
+// and the no-GPU path end to end (check on each host backend, bench, roofline, info).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "tools/tejas/cli.h"
+#include "tools/tejas/flags.h"
+
+using tejas::cli::run;
+
+namespace {
+struct Result {
+  int code;
+  std::string out, err;
+};
+Result tejas_cmd(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+}  // namespace
+
+TEST(Flags, ParsesValuesBooleansAndInlineValues) {
+  using namespace tejas::cli;
+  const std::vector<FlagSpec> specs = {{"seed", "N", ""}, {"list", "", ""}, {"op", "NAME", ""}};
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(f.parse(specs, {"--seed", "7", "--list", "--op=rope"}, &error)) << error;
+  EXPECT_EQ(f.get("seed"), "7");
+  EXPECT_TRUE(f.has("list"));
+  EXPECT_EQ(f.get("op"), "rope");
+  EXPECT_EQ(f.get("missing", "dflt"), "dflt");
+  EXPECT_FALSE(f.help());
+}
+
+TEST(Flags, ErrorsNameTheFlag) {
+  using namespace tejas::cli;
+  const std::vector<FlagSpec> specs = {{"seed", "N", ""}, {"list", "", ""}};
+  std::string error;
+  EXPECT_FALSE(Flags().parse(specs, {"--bogus"}, &error));
+  EXPECT_TRUE(has(error, "--bogus")) << error;
+  EXPECT_FALSE(Flags().parse(specs, {"--seed"}, &error));
+  EXPECT_TRUE(has(error, "--seed")) << error;
+  EXPECT_FALSE(Flags().parse(specs, {"--seed", "--list"}, &error));
+  EXPECT_TRUE(has(error, "--seed")) << error;
+  EXPECT_FALSE(Flags().parse(specs, {"--list=1"}, &error));
+  EXPECT_TRUE(has(error, "--list")) << error;
+  EXPECT_FALSE(Flags().parse(specs, {"stray"}, &error));
+  EXPECT_TRUE(has(error, "stray")) << error;
+  EXPECT_FALSE(Flags().parse(specs, {"--seed="}, &error));
+  EXPECT_TRUE(has(error, "--seed")) << error;
+}
+
+TEST(Flags, NumbersAndLists) {
+  using namespace tejas::cli;
+  uint64_t v = 0;
+  EXPECT_TRUE(parse_u64("42", &v));
+  EXPECT_EQ(v, 42u);
+  EXPECT_TRUE(parse_u64("0x10", &v));
+  EXPECT_EQ(v, 16u);
+  EXPECT_FALSE(parse_u64("-1", &v));
+  EXPECT_FALSE(parse_u64("12abc", &v));
+  EXPECT_FALSE(parse_u64("", &v));
+  EXPECT_EQ(split_list("norm,rope"), (std::vector<std::string>{"norm", "rope"}));
+  EXPECT_EQ(split_list("norm,,rope,"), (std::vector<std::string>{"norm", "rope"}));
+}
+
+TEST(Cli, HelpEverywhere) {
+  Result r = tejas_cmd({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* cmd : {"check", "bench", "roofline", "info"}) EXPECT_TRUE(has(r.out, cmd)) << r.out;
+  for (const char* cmd : {"check", "bench", "roofline", "info"}) {
+    r = tejas_cmd({cmd, "--help"});
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_TRUE(has(r.out, std::string("usage: tejas ") + cmd)) << r.out;
+    EXPECT_TRUE(has(r.out, "--help")) << r.out;
+  }
+  EXPECT_TRUE(has(tejas_cmd({"check", "--help"}).out, "--backend reference"));
+}
+
+TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
+  struct Bad {
+    std::vector<std::string> args;
+    const char* needle;
+  };
+  const std::vector<Bad> bad = {
+      {{}, "usage"},
+      {{"frobnicate"}, "frobnicate"},
+      {{"check", "--backend", "tpu"}, "--backend"},
+      {{"check", "--op", "nope"}, "--op"},
+      {{"check", "--seed", "x1"}, "--seed"},
+      {{"check", "--frob"}, "--frob"},
+      {{"bench", "--suite", "nope"}, "--suite"},
+      {{"bench", "--model", "gpt-5"}, "--model"},
+      {{"bench", "--gpu", "a100"}, "--gpu"},
+      {{"bench", "--iters", "0"}, "--iters"},
+      {{"bench", "--iters"}, "--iters"},
+      {{"roofline", "--gpu", "v100"}, "--gpu"},
+      {{"info", "--verbose"}, "--verbose"},
+  };
+  for (const auto& b : bad) {
+    const Result r = tejas_cmd(b.args);
+    EXPECT_EQ(r.code, 2) << (b.args.empty() ? "(none)" : b.args[0]) << ": " << r.err;
+    EXPECT_TRUE(has(r.err, b.needle)) << r.err;
+  }
+}
+
+TEST(Cli, CheckListsEveryPublicOp) {
+  const Result r = tejas_cmd({"check", "--list"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* op : {"rms_norm", "fused_add_rms_norm", "rope", "silu_mul", "gelu_tanh_mul", "quant_fp8_group",
+                         "dequant_fp8_group", "quant_mx", "dequant_mx", "paged_decode_attention",
+                         "merge_attention_states", "merge_attention_states_n"})
+    EXPECT_TRUE(has(r.out, std::string(op) + " |")) << op;
+}
+
+TEST(Cli, CheckReferenceBackendPassesAndPrintsSeed) {
+  const Result r = tejas_cmd({"check", "--backend", "reference", "--seed", "123"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "seed 123")) << r.out;
+  EXPECT_TRUE(has(r.out, " 0 FAIL, 0 unsupported")) << r.out;
+  EXPECT_FALSE(has(r.out, "| FAIL |")) << r.out;
+  EXPECT_TRUE(has(r.err, "[check] rms_norm")) << r.err;  // progress on stderr
+}
+
+TEST(Cli, CheckEmulatorNeverClaimsAPassItDidNotSee) {
+  // Whatever the emulator supports today, every case is pass, FAIL or unsupported, and an
+  // unsupported case is not reported as a pass.
+  const Result r = tejas_cmd({"check", "--backend", "emulator", "--op", "rms_norm,merge_attention_states"});
+  EXPECT_TRUE(has(r.out, "backend emulator")) << r.out;
+  std::istringstream lines(r.out);
+  std::string line;
+  int cases = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("rms_norm |", 0) != 0 && line.rfind("merge_attention_states |", 0) != 0) continue;
+    ++cases;
+    const bool pass = has(line, "| pass |"), fail = has(line, "| FAIL |"), unsup = has(line, "| unsupported |");
+    EXPECT_EQ(int(pass) + int(fail) + int(unsup), 1) << line;
+  }
+  EXPECT_GT(cases, 0);
+  EXPECT_EQ(r.code, has(r.out, "| FAIL |") ? 1 : 0);
+}
+
+TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
+  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const Result r = tejas_cmd({"check", "--backend", "cuda", "--op", "silu_mul"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "cuda backend not available")) << r.out;
+  EXPECT_TRUE(has(r.out, "0 pass, 0 FAIL")) << r.out;
+  // Default backend without a GPU is the emulator.
+  EXPECT_TRUE(has(tejas_cmd({"check", "--op", "silu_mul"}).out, "backend emulator"));
+}
+
+TEST(Cli, BenchWithoutGpuShowsFloorsOnly) {
+  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const Result r = tejas_cmd({"bench", "--suite", "norm,gemm", "--model", "llama-3.1-8b", "--gpu", "h100"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("no GPU: timings not measured; floors for h100 shown", 0), 0u) << r.out;
+  EXPECT_TRUE(has(r.out, "op | shape | us | TFLOP/s | GB/s | floor us | % of floor | baseline | x baseline"));
+  EXPECT_TRUE(has(r.out, "rms_norm | llama-3.1-8b T=16 H=4096 bf16 | - | - | - | ")) << r.out;
+  EXPECT_TRUE(has(r.out, "gemm_bf16_cublaslt | llama-3.1-8b qkv")) << r.out;
+  EXPECT_TRUE(has(r.err, "[bench] norm")) << r.err;
+  // Every timing column is "-": no row claims a measurement.
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("rms_norm |", 0) == 0 || line.rfind("gemm_", 0) == 0) {
+      EXPECT_TRUE(has(line, " | - | - | - | ")) << line;
+    }
+  }
+}
+
+TEST(Cli, RooflineAndInfoWithoutGpu) {
+  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  Result r = tejas_cmd({"roofline", "--suite", "memcpy"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "no GPU")) << r.out;
+  EXPECT_TRUE(has(r.out, "4.3 TB/s | 4.8 TB/s | measured before on H200")) << r.out;
+  EXPECT_TRUE(has(r.out, "780.0 TFLOP/s | 989.0 TFLOP/s")) << r.out;
+  EXPECT_TRUE(has(r.out, "copy_d2d | 1024 MiB")) << r.out;
+  r = tejas_cmd({"roofline", "--gpu", "b200", "--suite", "memcpy"});
+  EXPECT_TRUE(has(r.out, "9000.0 TFLOP/s")) << r.out;
+  r = tejas_cmd({"info"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "tejas 0.1.0")) << r.out;
+  EXPECT_TRUE(has(r.out, "compiled CUDA architectures:")) << r.out;
+  EXPECT_TRUE(has(r.out, "no GPU")) << r.out;
+}

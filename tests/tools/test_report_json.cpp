@@ -1,0 +1,242 @@
+// The JSON report: parsed back with a small strict parser written here, then the documented
+// schema (docs/tools.md) checked key by key; plus the Markdown rendering.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "tools/tejas/cli.h"
+#include "tools/tejas/json.h"
+#include "tools/tejas/report.h"
+
+namespace {
+// A JSON value: kind plus payload. Strict: fails on trailing commas, bad escapes, junk.
+struct J {
+  enum Kind { null, boolean, number, string, array, object } kind = null;
+  bool b = false;
+  double n = 0;
+  std::string s;
+  std::vector<J> items;
+  std::map<std::string, J> fields;
+  const J& operator[](const std::string& k) const {
+    static const J missing;
+    auto it = fields.find(k);
+    return it == fields.end() ? missing : it->second;
+  }
+  bool has(const std::string& k) const { return fields.count(k) != 0; }
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string text) : t_(std::move(text)) {}
+  bool parse(J* out) {
+    if (!value(out)) return false;
+    ws();
+    return p_ == t_.size();
+  }
+
+ private:
+  void ws() {
+    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
+  }
+  bool lit(const char* w) {
+    const std::string s(w);
+    if (t_.compare(p_, s.size(), s) != 0) return false;
+    p_ += s.size();
+    return true;
+  }
+  bool str(std::string* out) {
+    if (t_[p_] != '"') return false;
+    ++p_;
+    while (p_ < t_.size() && t_[p_] != '"') {
+      char c = t_[p_++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') {
+        if (p_ >= t_.size()) return false;
+        const char e = t_[p_++];
+        if (e == 'u') {
+          if (p_ + 4 > t_.size()) return false;
+          c = static_cast<char>(std::stoi(t_.substr(p_, 4), nullptr, 16));
+          p_ += 4;
+        } else if (e == 'n') c = '\n';
+        else if (e == 't') c = '\t';
+        else if (e == 'r') c = '\r';
+        else if (e == '"' || e == '\\' || e == '/') c = e;
+        else return false;
+      }
+      *out += c;
+    }
+    if (p_ >= t_.size()) return false;
+    ++p_;
+    return true;
+  }
+  bool value(J* v) {
+    ws();
+    if (p_ >= t_.size()) return false;
+    const char c = t_[p_];
+    if (c == '{') {
+      v->kind = J::object;
+      ++p_;
+      ws();
+      if (t_[p_] == '}') return ++p_, true;
+      for (;;) {
+        ws();
+        std::string k;
+        if (!str(&k)) return false;
+        ws();
+        if (t_[p_++] != ':') return false;
+        if (!value(&v->fields[k])) return false;
+        ws();
+        if (t_[p_] == ',') { ++p_; continue; }
+        if (t_[p_] == '}') return ++p_, true;
+        return false;
+      }
+    }
+    if (c == '[') {
+      v->kind = J::array;
+      ++p_;
+      ws();
+      if (t_[p_] == ']') return ++p_, true;
+      for (;;) {
+        v->items.emplace_back();
+        if (!value(&v->items.back())) return false;
+        ws();
+        if (t_[p_] == ',') { ++p_; continue; }
+        if (t_[p_] == ']') return ++p_, true;
+        return false;
+      }
+    }
+    if (c == '"') {
+      v->kind = J::string;
+      return str(&v->s);
+    }
+    if (lit("null")) return v->kind = J::null, true;
+    if (lit("true")) return v->kind = J::boolean, v->b = true, true;
+    if (lit("false")) return v->kind = J::boolean, v->b = false, true;
+    size_t used = 0;
+    try {
+      v->n = std::stod(t_.substr(p_), &used);
+    } catch (...) {
+      return false;
+    }
+    if (used == 0 || !std::isfinite(v->n)) return false;
+    v->kind = J::number;
+    p_ += used;
+    return true;
+  }
+  std::string t_;
+  size_t p_ = 0;
+};
+
+J parse_or_fail(const std::string& text) {
+  J j;
+  EXPECT_TRUE(Parser(text).parse(&j)) << text.substr(0, 400);
+  return j;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string temp_path(const char* name) { return ::testing::TempDir() + name; }
+
+int tejas_cmd(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  return tejas::cli::run(args, out, err);
+}
+
+void expect_ceiling(const J& c) {
+  EXPECT_EQ(c.kind, J::object);
+  EXPECT_TRUE(c.has("value") && c.has("datasheet") && c.has("source"));
+}
+}  // namespace
+
+TEST(Json, ParserRejectsMalformed) {
+  J j;
+  EXPECT_FALSE(Parser("{\"a\":1,}").parse(&j));
+  EXPECT_FALSE(Parser("[1 2]").parse(&j));
+  EXPECT_FALSE(Parser("{\"a\":1} x").parse(&j));
+  EXPECT_TRUE(Parser("{\"a\":[1,2.5e3,null,true,\"x\\n\"]}").parse(&j));
+}
+
+TEST(Json, WriterEscapesAndNulls) {
+  tejas::cli::JsonWriter w;
+  w.begin_object().key("s").value("a\"b\\c\n\x01").key("nan").value(std::nan("")).key("n").value(1.5);
+  w.key("opt").value(std::optional<double>()).key("arr").begin_array().value(1).value(true).end_array().end_object();
+  const J j = parse_or_fail(w.str());
+  EXPECT_EQ(j["s"].s, "a\"b\\c\n\x01");
+  EXPECT_EQ(j["nan"].kind, J::null);
+  EXPECT_EQ(j["opt"].kind, J::null);
+  EXPECT_EQ(j["n"].n, 1.5);
+  ASSERT_EQ(j["arr"].items.size(), 2u);
+}
+
+TEST(Json, BenchReportSchema) {
+  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const std::string path = temp_path("tejas_bench.json"), md = temp_path("tejas_bench.md");
+  ASSERT_EQ(tejas_cmd({"bench", "--suite", "norm,attention,memcpy", "--model", "gpt-oss-120b", "--json", path,
+                       "--markdown", md}),
+            0);
+  const J j = parse_or_fail(read(path));
+  EXPECT_EQ(j["schema_version"].n, tejas::cli::kSchemaVersion);
+  EXPECT_EQ(j["tool"].s, "tejas");
+  EXPECT_EQ(j["command"].s, "bench");
+  EXPECT_EQ(j["gpu"]["name"].s, "h200");
+  EXPECT_EQ(j["gpu"]["present"].kind, J::boolean);
+  EXPECT_FALSE(j["gpu"]["present"].b);
+  for (const char* c : {"hbm_bytes_per_s", "fp32_simt_flops", "bf16_tensor_flops", "fp8_tensor_flops", "fp4_tensor_flops"})
+    expect_ceiling(j["ceilings"][c]);
+  EXPECT_EQ(j["ceilings"]["hbm_bytes_per_s"]["value"].n, 4.3e12);
+  EXPECT_EQ(j["ceilings"]["fp4_tensor_flops"]["value"].kind, J::null);
+  ASSERT_GT(j["rows"].items.size(), 10u);
+  for (const J& r : j["rows"].items) {
+    for (const char* k : {"suite", "op", "model", "shape", "flops", "bytes", "intensity", "math_unit", "floor_us",
+                          "bound", "us", "tflops", "gbps", "pct_of_floor", "baseline", "baseline_us", "x_baseline",
+                          "status"})
+      EXPECT_TRUE(r.has(k)) << k;
+    EXPECT_EQ(r["us"].kind, J::null) << "no GPU: no timing may appear";
+    EXPECT_EQ(r["pct_of_floor"].kind, J::null);
+    EXPECT_GT(r["floor_us"].n, 0);
+    EXPECT_GT(r["bytes"].n, 0);
+  }
+  const J& checks = j["checks"];
+  EXPECT_EQ(checks["backend"].s, "emulator");
+  EXPECT_EQ(checks["pass"].n + checks["fail"].n + checks["unsupported"].n, checks["results"].items.size());
+  for (const J& c : checks["results"].items)
+    for (const char* k : {"op", "case", "verdict", "detail"}) EXPECT_TRUE(c.has(k)) << k;
+  const std::string m = read(md);
+  EXPECT_NE(m.find("| op | shape | us |"), std::string::npos) << m.substr(0, 600);
+  EXPECT_NE(m.find("|---|"), std::string::npos);
+  std::remove(path.c_str());
+  std::remove(md.c_str());
+}
+
+TEST(Json, CheckAndRooflineReports) {
+  const std::string path = temp_path("tejas_check.json");
+  ASSERT_EQ(tejas_cmd({"check", "--backend", "reference", "--op", "rope", "--seed", "77", "--json", path}), 0);
+  J j = parse_or_fail(read(path));
+  EXPECT_EQ(j["command"].s, "check");
+  EXPECT_EQ(j["checks"]["seed"].n, 77);
+  EXPECT_EQ(j["checks"]["backend"].s, "reference");
+  EXPECT_GT(j["checks"]["pass"].n, 0);
+  EXPECT_EQ(j["checks"]["fail"].n, 0);
+  ASSERT_EQ(tejas_cmd({"roofline", "--suite", "gemm", "--gpu", "b200", "--json", path}), 0);
+  j = parse_or_fail(read(path));
+  EXPECT_EQ(j["command"].s, "roofline");
+  EXPECT_EQ(j["ceilings"]["fp4_tensor_flops"]["value"].n, 9e15);
+  EXPECT_EQ(j["checks"].kind, J::null);
+  ASSERT_FALSE(j["rows"].items.empty());
+  EXPECT_EQ(j["rows"].items[0]["suite"].s, "gemm");
+  std::remove(path.c_str());
+  EXPECT_EQ(tejas_cmd({"check", "--op", "rope", "--backend", "reference", "--json", "/nonexistent-dir/x.json"}), 1);
+}

@@ -1,0 +1,159 @@
+#include "check/case_runner.h"
+
+#include <cmath>
+
+#include "check/cuda_mem.h"
+
+namespace tejas::check {
+namespace {
+
+CaseResult result(const Case& c, Verdict v, std::string detail) {
+  return CaseResult{c.op(), c.label(), v, std::move(detail)};
+}
+
+// Host copies of every argument: inputs and in-place tensors carry their values, outputs poison.
+std::vector<std::unique_ptr<HostTensor>> clone_all(const Case& c) {
+  std::vector<std::unique_ptr<HostTensor>> out;
+  for (const auto& a : c.args()) out.push_back(clone_tensor(*a.host, a.inner_pad));
+  return out;
+}
+
+Args host_args(const Case& c, const std::vector<std::unique_ptr<HostTensor>>& t) {
+  Args args;
+  for (size_t i = 0; i < t.size(); ++i) args.add(c.args()[i].name, t[i]->view());
+  return args;
+}
+
+bool same_codes(const HostTensor& a, const HostTensor& b) {
+  for (int64_t i = 0, n = a.numel(); i < n; ++i)
+    if (a.bits_flat(i) != b.bits_flat(i)) return false;
+  return true;
+}
+
+// Memory-safety checks shared by every backend: guards, padding, inputs unchanged.
+std::string integrity_problem(const Case& c, const std::vector<std::unique_ptr<HostTensor>>& t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto& a = c.args()[i];
+    if (!t[i]->guards_intact()) return a.name + ": bytes outside the tensor were written";
+    if (!t[i]->padding_intact()) return a.name + ": padding between rows was written";
+    if (a.role == Role::input && !same_codes(*t[i], *a.host)) return a.name + ": an input was modified";
+  }
+  return "";
+}
+
+// --backend reference: the call succeeded; outputs must be finite (infinities only where the
+// case says they are expected, NaN never).
+CaseResult judge_reference(const Case& c, const std::vector<std::unique_ptr<HostTensor>>& t) {
+  if (auto p = integrity_problem(c, t); !p.empty()) return result(c, Verdict::fail, p);
+  int64_t checked = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto& a = c.args()[i];
+    if (a.role == Role::input) continue;
+    for (int64_t k = 0, n = t[i]->numel(); k < n; ++k, ++checked) {
+      const double v = t[i]->get_flat(k);
+      if (std::isnan(v) || (std::isinf(v) && !a.rule.inf_ok))
+        return result(c, Verdict::fail, a.name + ": non-finite value " + std::to_string(v) + " at " +
+                                            index_string(t[i]->shape(), k));
+    }
+  }
+  return result(c, Verdict::pass, std::to_string(checked) + " output values finite where expected");
+}
+
+CaseResult compare_outputs(const Case& c, const std::vector<std::unique_ptr<HostTensor>>& got,
+                           const std::vector<std::unique_ptr<HostTensor>>& want) {
+  if (auto p = integrity_problem(c, got); !p.empty()) return result(c, Verdict::fail, p);
+  std::string summary;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto& a = c.args()[i];
+    if (a.role == Role::input) continue;
+    const CompareResult r = a.rule.exact ? compare_exact(*got[i], *want[i]) : compare(*got[i], *want[i], a.rule.tol);
+    if (!r.ok) return result(c, Verdict::fail, a.name + ": " + r.message);
+    summary += (summary.empty() ? "" : "; ") + a.name + ": " + r.message;
+  }
+  return result(c, Verdict::pass, summary);
+}
+
+CaseResult run_on_device(const Case& c, const ExecContext& ctx, const std::vector<std::unique_ptr<HostTensor>>& want) {
+  std::string why;
+  if (!cuda_available(&why)) return result(c, Verdict::unsupported, "cuda backend not available: " + why);
+  auto got = clone_all(c);
+  std::vector<std::unique_ptr<DeviceMirror>> dev;
+  Args args;
+  for (size_t i = 0; i < got.size(); ++i) {
+    dev.push_back(std::make_unique<DeviceMirror>());
+    if (Status s = dev.back()->upload(*got[i]); !s.ok()) return result(c, Verdict::fail, "upload: " + s.to_string());
+    args.add(c.args()[i].name, dev.back()->view());
+  }
+  const Status s = c.call()(ctx, args);
+  if (s.code() == StatusCode::unsupported) return result(c, Verdict::unsupported, s.message());
+  if (!s.ok()) return result(c, Verdict::fail, s.to_string());
+  if (Status sync = device_synchronize(); !sync.ok()) return result(c, Verdict::fail, sync.to_string());
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool intact = false;
+    if (Status d = dev[i]->download(*got[i]); !d.ok()) return result(c, Verdict::fail, "download: " + d.to_string());
+    if (Status g = dev[i]->guards_intact(&intact); !g.ok()) return result(c, Verdict::fail, g.to_string());
+    if (!intact) return result(c, Verdict::fail, c.args()[i].name + ": device bytes outside the tensor were written");
+  }
+  return compare_outputs(c, got, want);
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::pass: return "pass";
+    case Verdict::fail: return "FAIL";
+    case Verdict::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+const TensorView& Args::operator[](std::string_view name) const {
+  static const TensorView kAbsent{};
+  for (const auto& [n, v] : items_)
+    if (n == name) return v;
+  return kAbsent;
+}
+
+HostTensor& Case::add(const std::string& name, Role role, DType dt, std::vector<int64_t> shape, Rule rule,
+                      int64_t inner_pad) {
+  args_.push_back(Arg{name, role, rule, inner_pad, std::make_unique<HostTensor>(dt, std::move(shape), inner_pad)});
+  return *args_.back().host;
+}
+HostTensor& Case::in(const std::string& name, DType dt, std::vector<int64_t> shape, int64_t inner_pad) {
+  return add(name, Role::input, dt, std::move(shape), Rule{}, inner_pad);
+}
+HostTensor& Case::out(const std::string& name, DType dt, std::vector<int64_t> shape, Rule rule, int64_t inner_pad) {
+  return add(name, Role::output, dt, std::move(shape), rule, inner_pad);
+}
+HostTensor& Case::inout(const std::string& name, DType dt, std::vector<int64_t> shape, Rule rule, int64_t inner_pad) {
+  return add(name, Role::inout, dt, std::move(shape), rule, inner_pad);
+}
+
+std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad) {
+  auto t = std::make_unique<HostTensor>(h.dtype(), h.shape(), inner_pad);
+  for (int64_t i = 0, n = h.numel(); i < n; ++i) t->set_bits_flat(i, h.bits_flat(i));
+  return t;
+}
+
+CaseResult run_case(const Case& c, const RunOptions& options) {
+  ExecContext ref_ctx;
+  ref_ctx.backend = Backend::reference;
+  auto want = clone_all(c);
+  const Status rs = c.call()(ref_ctx, host_args(c, want));
+  if (!rs.ok()) return result(c, Verdict::fail, "reference: " + rs.to_string());
+  if (options.backend == Backend::reference) return judge_reference(c, want);
+
+  ExecContext ctx;
+  ctx.backend = options.backend;
+  ctx.emulated_arch = options.emulated_arch;
+  if (options.backend == Backend::cuda) return run_on_device(c, ctx, want);
+
+  auto got = clone_all(c);
+  const Status s = c.call()(ctx, host_args(c, got));
+  if (s.code() == StatusCode::unsupported) return result(c, Verdict::unsupported, s.message());
+  if (!s.ok()) return result(c, Verdict::fail, s.to_string());
+  return compare_outputs(c, got, want);
+}
+
+}  // namespace tejas::check

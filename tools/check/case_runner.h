@@ -1,0 +1,92 @@
+// One correctness case of one op: named tensor arguments (inputs, outputs, in-place tensors),
+// a call, and how each output is compared. run_case() runs it on the backend under test and on
+// the reference backend with the same inputs and compares; the same code serves `tejas check`
+// and the GoogleTest suite's GPU cases.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "check/host_tensor.h"
+#include "tejas/context.h"
+#include "tejas/status.h"
+
+namespace tejas::check {
+
+enum class Verdict : uint8_t { pass, fail, unsupported };
+const char* verdict_name(Verdict v);
+
+struct CaseResult {
+  std::string op;      // "rms_norm"
+  std::string label;   // "bf16 [5, 200], weight f32"
+  Verdict verdict = Verdict::fail;
+  std::string detail;  // why it failed / the unsupported message / a comparison summary
+};
+
+enum class Role : uint8_t { input, output, inout };
+
+// How an output is judged against the reference's output of the same dtype.
+struct Rule {
+  Tolerance tol;
+  bool exact = false;   // bitwise code equality
+  bool inf_ok = false;  // --backend reference: infinities are expected here (e.g. lse = -inf)
+};
+
+// The tensors as the op sees them on one backend, looked up by argument name.
+class Args {
+ public:
+  void add(std::string name, const TensorView& v) { items_.emplace_back(std::move(name), v); }
+  // The named view; an empty (absent) view for a name that was never added.
+  const TensorView& operator[](std::string_view name) const;
+
+ private:
+  std::vector<std::pair<std::string, TensorView>> items_;
+};
+
+class Case {
+ public:
+  using Call = std::function<Status(const ExecContext&, const Args&)>;
+  Case(std::string op, std::string label) : op_(std::move(op)), label_(std::move(label)) {}
+
+  // Inputs are filled by the caller through the returned reference; outputs stay poisoned.
+  HostTensor& in(const std::string& name, DType dt, std::vector<int64_t> shape, int64_t inner_pad = 0);
+  HostTensor& out(const std::string& name, DType dt, std::vector<int64_t> shape, Rule rule, int64_t inner_pad = 0);
+  // Read and written in place (rope's q and k, fused_add_rms_norm's residual).
+  HostTensor& inout(const std::string& name, DType dt, std::vector<int64_t> shape, Rule rule, int64_t inner_pad = 0);
+  void set_call(Call c) { call_ = std::move(c); }
+
+  struct Arg {
+    std::string name;
+    Role role;
+    Rule rule;
+    int64_t inner_pad;
+    std::unique_ptr<HostTensor> host;
+  };
+  const std::vector<Arg>& args() const { return args_; }
+  const std::string& op() const { return op_; }
+  const std::string& label() const { return label_; }
+  const Call& call() const { return call_; }
+
+ private:
+  HostTensor& add(const std::string& name, Role role, DType dt, std::vector<int64_t> shape, Rule rule,
+                  int64_t inner_pad);
+  std::string op_, label_;
+  std::vector<Arg> args_;
+  Call call_;
+};
+
+struct RunOptions {
+  Backend backend = Backend::emulator;
+  int emulated_arch = 90;
+};
+
+// Runs the case on options.backend and on the reference (see tools/tejas --help for the
+// meaning of each verdict). Never throws; a reference failure is a fail.
+CaseResult run_case(const Case& c, const RunOptions& options);
+
+// A fresh HostTensor with the same dtype, shape and padding, holding the same element codes.
+std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad);
+
+}  // namespace tejas::check

@@ -1,0 +1,102 @@
+#include "check/cuda_mem.h"
+
+#include <cstring>
+#include <vector>
+
+#if TEJAS_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tejas::check {
+namespace {
+constexpr size_t kGuardBytes = 256;
+constexpr uint8_t kGuardByte = 0xA5;
+constexpr const char* kNoCuda = "built without CUDA (host-only build)";
+
+#if TEJAS_WITH_CUDA
+Status from_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::Ok();
+  return Status::CudaError(std::string(what) + ": " + cudaGetErrorString(e));
+}
+#endif
+}  // namespace
+
+size_t payload_bytes(const TensorView& v) {
+  int64_t lo = 0, hi = 0;
+  v.byte_extent(&lo, &hi);
+  return hi > 0 ? static_cast<size_t>(hi) : 0;
+}
+
+#if TEJAS_WITH_CUDA
+bool cuda_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+    return false;
+  }
+  return true;
+}
+Status device_alloc(void** ptr, size_t bytes) { return from_cuda(cudaMalloc(ptr, bytes), "cudaMalloc"); }
+void device_free(void* ptr) {
+  if (ptr) (void)cudaFree(ptr);
+}
+Status copy_to_device(void* dst, const void* src, size_t bytes) {
+  return from_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+}
+Status copy_to_host(void* dst, const void* src, size_t bytes) {
+  return from_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+}
+Status copy_device_to_device(void* dst, const void* src, size_t bytes) {
+  return from_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
+}
+Status device_fill(void* dst, uint8_t byte, size_t bytes) { return from_cuda(cudaMemset(dst, byte, bytes), "cudaMemset"); }
+Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+#else
+bool cuda_available(std::string* why) {
+  if (why) *why = kNoCuda;
+  return false;
+}
+Status device_alloc(void** ptr, size_t) {
+  *ptr = nullptr;
+  return Status::Unsupported(kNoCuda);
+}
+void device_free(void*) {}
+Status copy_to_device(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
+Status copy_to_host(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
+Status copy_device_to_device(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
+Status device_fill(void*, uint8_t, size_t) { return Status::Unsupported(kNoCuda); }
+Status device_synchronize() { return Status::Unsupported(kNoCuda); }
+#endif
+
+DeviceMirror::~DeviceMirror() { device_free(base_); }
+
+Status DeviceMirror::upload(const HostTensor& h) {
+  payload_ = payload_bytes(h.view());
+  void* p = nullptr;
+  TEJAS_RETURN_IF_ERROR(device_alloc(&p, payload_ + 2 * kGuardBytes));
+  base_ = static_cast<uint8_t*>(p);
+  TEJAS_RETURN_IF_ERROR(device_fill(base_, kGuardByte, payload_ + 2 * kGuardBytes));
+  TEJAS_RETURN_IF_ERROR(copy_to_device(base_ + kGuardBytes, h.view().data, payload_));
+  view_ = h.view();
+  view_.data = base_ + kGuardBytes;
+  view_.device = Device::cuda;
+  view_.device_index = 0;
+  return Status::Ok();
+}
+
+Status DeviceMirror::download(HostTensor& h) const {
+  return copy_to_host(h.view().data, base_ + kGuardBytes, payload_);
+}
+
+Status DeviceMirror::guards_intact(bool* intact) const {
+  std::vector<uint8_t> head(kGuardBytes), tail(kGuardBytes);
+  TEJAS_RETURN_IF_ERROR(copy_to_host(head.data(), base_, kGuardBytes));
+  TEJAS_RETURN_IF_ERROR(copy_to_host(tail.data(), base_ + kGuardBytes + payload_, kGuardBytes));
+  *intact = true;
+  for (size_t i = 0; i < kGuardBytes; ++i)
+    if (head[i] != kGuardByte || tail[i] != kGuardByte) *intact = false;
+  return Status::Ok();
+}
+
+}  // namespace tejas::check

@@ -1,0 +1,48 @@
+// Device memory for the checks and benchmarks: thin wrappers over the CUDA runtime, compiled by
+// the host compiler. In host-only builds (no TEJAS_WITH_CUDA) every call says CUDA is not
+// available, so callers need no #if of their own.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "check/host_tensor.h"
+#include "tejas/status.h"
+
+namespace tejas::check {
+
+// True when built with CUDA and a device is visible; otherwise `why` (if given) says why not:
+// "built without CUDA (host-only build)" or "no CUDA device: <runtime error>".
+bool cuda_available(std::string* why = nullptr);
+
+Status device_alloc(void** ptr, size_t bytes);
+void device_free(void* ptr);
+Status copy_to_device(void* dst, const void* src, size_t bytes);
+Status copy_to_host(void* dst, const void* src, size_t bytes);
+Status copy_device_to_device(void* dst, const void* src, size_t bytes);
+Status device_fill(void* dst, uint8_t byte, size_t bytes);
+Status device_synchronize();
+
+// A device copy of a HostTensor's storage (padding included), with guard bytes on both sides.
+class DeviceMirror {
+ public:
+  DeviceMirror() = default;
+  ~DeviceMirror();
+  DeviceMirror(const DeviceMirror&) = delete;
+  DeviceMirror& operator=(const DeviceMirror&) = delete;
+
+  Status upload(const HostTensor& h);    // allocates, copies, writes the guards
+  Status download(HostTensor& h) const;  // copies back into h (same dtype, shape, padding)
+  Status guards_intact(bool* intact) const;
+  const TensorView& view() const { return view_; }  // the host view, with data on the device
+
+ private:
+  uint8_t* base_ = nullptr;  // guard + payload + guard
+  size_t payload_ = 0;
+  TensorView view_;
+};
+
+// Bytes spanned by a HostTensor's view (from its first element to one past its last).
+size_t payload_bytes(const TensorView& v);
+
+}  // namespace tejas::check

@@ -1,0 +1,57 @@
+#include "check/op_checks.h"
+
+#include <cmath>
+
+namespace tejas::check {
+
+const std::vector<OpCheck>& op_checks() {
+  static const std::vector<OpCheck> checks = {
+      {"rms_norm", "norm", norm_rms_cases},
+      {"fused_add_rms_norm", "norm", norm_fused_add_cases},
+      {"rope", "rope", rope_cases},
+      {"silu_mul", "activation", silu_mul_cases},
+      {"gelu_tanh_mul", "activation", gelu_tanh_mul_cases},
+      {"quant_fp8_group", "quant", quant_fp8_group_cases},
+      {"dequant_fp8_group", "quant", dequant_fp8_group_cases},
+      {"quant_mx", "quant", quant_mx_cases},
+      {"dequant_mx", "quant", dequant_mx_cases},
+      {"paged_decode_attention", "attention", paged_decode_cases},
+      {"merge_attention_states", "attention", merge_states_cases},
+      {"merge_attention_states_n", "attention", merge_states_n_cases},
+  };
+  return checks;
+}
+
+const OpCheck* find_op_check(std::string_view name) {
+  for (const auto& c : op_checks())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+uint64_t op_seed(uint64_t run_seed, std::string_view op) {
+  // FNV-1a of the name, mixed into the run seed.
+  constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull, kFnvPrime = 0x100000001b3ull;
+  uint64_t h = kFnvOffset;
+  for (char ch : op) h = (h ^ static_cast<uint8_t>(ch)) * kFnvPrime;
+  return run_seed ^ h;
+}
+
+std::vector<CaseResult> run_op_check(const OpCheck& check, const RunOptions& options, uint64_t run_seed) {
+  Rng rng(op_seed(run_seed, check.name));
+  std::vector<CaseResult> results;
+  for (const Case& c : check.build(rng)) results.push_back(run_case(c, options));
+  return results;
+}
+
+double max_abs(const HostTensor& t) {
+  double m = 0;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) m = std::fmax(m, std::fabs(t.get_flat(i)));
+  return m;
+}
+
+void fill_codes(HostTensor& t, Rng& rng, uint64_t lo, uint64_t hi) {
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    t.set_bits_flat(i, static_cast<uint64_t>(rng.randint(static_cast<int64_t>(lo), static_cast<int64_t>(hi))));
+}
+
+}  // namespace tejas::check

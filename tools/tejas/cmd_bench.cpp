@@ -1,0 +1,205 @@
+// tejas bench: kernels over WORKLOADS.md shapes beside their roofline floors. On a GPU each row
+// is timed (CUDA events, warm-up, cold L2, median); without one only the floors are printed and
+// each kernel is validated through the emulator at the check's reduced sizes.
+#include <map>
+#include <set>
+
+#include "bench/gpu.h"
+#include "bench/suites.h"
+#include "check/op_checks.h"
+#include "commands.h"
+#include "report.h"
+
+namespace tejas::cli {
+namespace {
+constexpr const char* kHelp =
+    "usage: tejas bench [--suite NAME[,NAME]|all] [--model NAME[,NAME]|all] [--json FILE] [--markdown FILE]\n"
+    "                   [--gpu h100|h200|b200] [--iters N]\n"
+    "\n"
+    "Suites: norm, rope, activation, quant, attention (decode), memcpy (the copy ceiling), gemm\n"
+    "(cuBLASLt bf16 and fp8 per-tensor baselines). Shapes come from the models of WORKLOADS.md at\n"
+    "token counts 1..16384 and decode batches/contexts (bench/workloads.cpp).\n"
+    "\n"
+    "On a GPU: each kernel is first checked on the cuda backend (an op with no kernel is reported\n"
+    "unsupported, a failing one is not timed), then timed with CUDA events: warm-up, then N runs\n"
+    "each after an L2 flush, median reported. Columns: us (median), TFLOP/s and GB/s achieved,\n"
+    "floor us (max of FLOPs/peak and bytes/bandwidth), % of floor (floor / measured), baseline and\n"
+    "x baseline (baseline time / ours). The HBM ceiling is re-measured at the start.\n"
+    "Without a GPU: the first line says so, the floors for --gpu are printed (no timing is ever\n"
+    "printed that was not measured) and each kernel is validated through the emulator.\n";
+
+const std::vector<FlagSpec> kFlags = {
+    {"suite", "NAME", "suites to run (comma-separated, or all; default all)"},
+    {"model", "NAME", "models (comma-separated, or all; default all)"},
+    {"json", "FILE", "write the report as JSON (schema: docs/tools.md)"},
+    {"markdown", "FILE", "write the report as Markdown"},
+    {"gpu", "NAME", "ceilings for the floors: h100, h200 or b200 (default: the GPU present, else h200)"},
+    {"iters", "N", "timed runs per row (default 30)"},
+};
+constexpr uint64_t kDefaultIters = 30;
+constexpr uint64_t kMaxIters = 100000;
+constexpr int kWarmup = 3;
+constexpr size_t kCopyBytes = size_t{1} << 30;
+constexpr int kCopyIters = 10;
+constexpr uint64_t kArenaSeed = 1;
+
+struct OpVerdict {
+  check::Verdict verdict = check::Verdict::pass;
+  std::string detail;
+};
+
+// Summarizes an op's check: any fail -> fail; all unsupported -> unsupported; else pass.
+OpVerdict summarize(const std::vector<check::CaseResult>& rs) {
+  OpVerdict v;
+  size_t unsupported = 0;
+  for (const auto& r : rs) {
+    if (r.verdict == check::Verdict::fail && v.verdict != check::Verdict::fail) v = {check::Verdict::fail, r.detail};
+    if (r.verdict == check::Verdict::unsupported) {
+      ++unsupported;
+      if (v.detail.empty()) v.detail = r.detail;
+    }
+  }
+  if (v.verdict != check::Verdict::fail && unsupported == rs.size() && !rs.empty()) v.verdict = check::Verdict::unsupported;
+  return v;
+}
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags flags;
+  int code = kExitOk;
+  if (!parse_or_help("bench", kHelp, kFlags, args, &flags, out, err, &code)) return code;
+
+  std::vector<std::string> suites;
+  const std::string suite_arg = flags.get("suite", "all");
+  if (suite_arg == "all") {
+    suites = bench::suite_names();
+  } else {
+    for (const auto& s : split_list(suite_arg)) {
+      if (!bench::is_suite(s))
+        return usage_error("bench", "--suite: unknown suite '" + s +
+                                        "' (norm, rope, activation, quant, attention, memcpy, gemm or all)", err);
+      suites.push_back(s);
+    }
+  }
+  std::vector<const bench::ModelShape*> models;
+  const std::string model_arg = flags.get("model", "all");
+  if (model_arg != "all") {
+    for (const auto& m : split_list(model_arg)) {
+      const bench::ModelShape* ms = bench::find_model(m);
+      if (!ms) return usage_error("bench", "--model: unknown model '" + m + "' (e.g. llama-3.1-8b, deepseek-v3)", err);
+      models.push_back(ms);
+    }
+  }
+  uint64_t iters = kDefaultIters;
+  if (flags.has("iters") && (!parse_u64(flags.get("iters"), &iters) || iters == 0 || iters > kMaxIters))
+    return usage_error("bench", "--iters: expected an integer in 1..100000, got '" + flags.get("iters") + "'", err);
+
+  const bench::DeviceInfo dev = bench::device_info();
+  const std::string detected = dev.present ? bench::gpu_key(dev) : "";
+  const bench::GpuCeilings* g = gpu_flag("bench", flags, detected.empty() ? "h200" : detected, err);
+  if (!g) return kExitUsage;
+
+  Report report;
+  report.command = "bench";
+  report.gpu = g->name;
+  report.ceilings = *g;
+  report.gpu_present = dev.present;
+  report.device_name = dev.name;
+  report.has_checks = true;
+  report.check_backend = dev.present ? "cuda" : "emulator";
+  report.seed = check::fresh_seed();
+
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  bench::DeviceArena flush_arena(kArenaSeed);
+  if (!dev.present) {
+    out << "no GPU: timings not measured; floors for " << g->name << " shown (" << dev.why_absent << ")\n";
+  } else {
+    out << "GPU: " << dev.name << "; floors use the " << g->name << " ceilings\n";
+    // Twice the L2 so a flush evicts everything a previous run left there.
+    flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
+    if (Status s = flush_arena.bytes(flush_bytes, &flush); !s.ok()) {
+      err << "tejas bench: L2 flush buffer: " << s.to_string() << "\n";
+      return kExitFailure;
+    }
+    double bw = 0;
+    bench::Timing t;
+    // Re-measure the HBM ceiling only when the floors are for this very GPU.
+    if (g->name != detected) {
+      err << "tejas bench: --gpu " << g->name << " differs from the device present: its tabled ceilings are used\n";
+    } else if (Status s = bench::measure_copy(kCopyBytes, kCopyIters, flush, flush_bytes, &bw, &t); s.ok()) {
+      report.ceilings.hbm.value = bw;
+      report.ceilings.hbm.source = "measured now (1 GiB device copy)";
+    } else {
+      err << "tejas bench: copy ceiling not measured: " << s.to_string() << "\n";
+    }
+  }
+
+  check::RunOptions check_options;
+  check_options.backend = dev.present ? Backend::cuda : Backend::emulator;
+  std::map<std::string, OpVerdict> verdicts;
+  bool any_error = false;
+  for (const std::string& suite : suites) {
+    std::vector<bench::Workload> rows = bench::suite_workloads(suite, models);
+    err << "[bench] " << suite << ": " << rows.size() << " rows\n";
+    // Validate each kernel once (reduced sizes) before any timing.
+    for (const auto& w : rows) {
+      if (w.check_op.empty() || verdicts.count(w.check_op)) continue;
+      const check::OpCheck* c = check::find_op_check(w.check_op);
+      if (!c) continue;
+      err << "[bench] checking " << w.check_op << " on the " << backend_name(check_options.backend) << " backend\n";
+      auto results = check::run_op_check(*c, check_options, report.seed);
+      verdicts[w.check_op] = summarize(results);
+      for (auto& r : results) report.checks.push_back(std::move(r));
+    }
+    size_t done = 0;
+    for (auto& w : rows) {
+      Row r = make_row(w.suite, w.op, w.model, w.shape, w.cost, report.ceilings);
+      r.baseline = w.baseline;
+      const OpVerdict* v = w.check_op.empty() ? nullptr : &verdicts[w.check_op];
+      if (v && v->verdict == check::Verdict::fail) {
+        r.status = "not timed: check FAIL";
+      } else if (v && v->verdict == check::Verdict::unsupported) {
+        r.status = dev.present ? "unsupported: " + v->detail : "not measured: no GPU; emulator: unsupported";
+      } else if (!dev.present) {
+        r.status = v ? "not measured: no GPU; emulator check pass" : "not measured: no GPU";
+      } else if (!w.prepare) {
+        r.status = "not run: working set above the benchmark memory limit";
+      } else {
+        bench::DeviceArena arena(kArenaSeed);
+        std::function<Status()> launch;
+        bench::Timing t;
+        Status s = w.prepare(arena, &launch);
+        if (s.ok()) s = bench::time_launch(launch, kWarmup, static_cast<int>(iters), flush, flush_bytes, &t);
+        if (s.ok()) {
+          r.us = t.median_us;
+          r.status = "measured";
+        } else if (s.code() == StatusCode::unsupported) {
+          r.status = "unsupported: " + s.message();
+        } else {
+          r.status = "error: " + s.to_string();
+          any_error = true;
+        }
+      }
+      if (dev.present && ++done % 10 == 0) err << "[bench] " << suite << ": " << done << "/" << rows.size() << "\n";
+      report.rows.push_back(std::move(r));
+    }
+  }
+
+  print_rows(out, report.rows);
+  const CheckCounts cc = count_checks(report.checks);
+  out << "kernel checks (" << report.check_backend << ", " << check::seed_note(report.seed) << "): " << cc.pass
+      << " pass, " << cc.fail << " FAIL, " << cc.unsupported << " unsupported\n";
+  std::string error;
+  if (flags.has("json") && !write_file(flags.get("json"), to_json(report), &error)) {
+    err << "tejas bench: --json: " << error << "\n";
+    return kExitFailure;
+  }
+  if (flags.has("markdown") && !write_file(flags.get("markdown"), to_markdown(report), &error)) {
+    err << "tejas bench: --markdown: " << error << "\n";
+    return kExitFailure;
+  }
+  return (cc.fail > 0 || any_error) ? kExitFailure : kExitOk;
+}
+
+}  // namespace tejas::cli

@@ -1,0 +1,113 @@
+// tejas check: every op's correctness cases on one backend against the reference backend.
+
+#include "check/cuda_mem.h"
+#include "check/op_checks.h"
+#include "commands.h"
+#include "report.h"
+
+namespace tejas::cli {
+namespace {
+constexpr const char* kHelp =
+    "usage: tejas check [--backend cuda|emulator|reference] [--op NAME[,NAME]] [--seed N] [--list] [--json FILE]\n"
+    "\n"
+    "Runs each op's correctness cases (small shapes with tails, strided views, every dtype) with\n"
+    "seeded random inputs and poisoned outputs, on the chosen backend and on the reference backend\n"
+    "with the same inputs, and compares the outputs with per-dtype tolerances\n"
+    "(tools/check/tolerances.h). Also checked: guard bytes around every tensor, padding between rows\n"
+    "and inputs left unchanged. The seed is printed; --seed N (or TEJAS_SEED=N) reruns the same inputs,\n"
+    "also for a single --op.\n"
+    "\n"
+    "Results: pass; FAIL (exit status 1); unsupported (the backend has no kernel for the case, or\n"
+    "the cuda backend is not available: not a failure, and not a pass).\n"
+    "Default backend: cuda when a GPU is present, else emulator.\n"
+    "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
+    "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
+    "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";
+
+const std::vector<FlagSpec> kFlags = {
+    {"backend", "NAME", "cuda, emulator or reference (default: cuda with a GPU, else emulator)"},
+    {"op", "NAME", "only these ops (comma-separated; see --list)"},
+    {"seed", "N", "input seed (default: TEJAS_SEED or fresh)"},
+    {"list", "", "list the ops and their case counts, run nothing"},
+    {"json", "FILE", "also write the results as JSON (schema: docs/tools.md)"},
+};
+
+bool parse_backend(const std::string& s, Backend* b) {
+  if (s == "cuda") *b = Backend::cuda;
+  else if (s == "emulator") *b = Backend::emulator;
+  else if (s == "reference") *b = Backend::reference;
+  else return false;
+  return true;
+}
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags flags;
+  int code = kExitOk;
+  if (!parse_or_help("check", kHelp, kFlags, args, &flags, out, err, &code)) return code;
+
+  std::string why_no_cuda;
+  const bool have_cuda = check::cuda_available(&why_no_cuda);
+  Backend backend = have_cuda ? Backend::cuda : Backend::emulator;
+  if (flags.has("backend") && !parse_backend(flags.get("backend"), &backend))
+    return usage_error("check", "--backend: expected cuda, emulator or reference, got '" + flags.get("backend") + "'", err);
+
+  std::vector<const check::OpCheck*> ops;
+  if (flags.has("op")) {
+    for (const std::string& name : split_list(flags.get("op"))) {
+      const check::OpCheck* c = check::find_op_check(name);
+      if (!c) return usage_error("check", "--op: unknown op '" + name + "' (tejas check --list shows them)", err);
+      ops.push_back(c);
+    }
+  } else {
+    for (const auto& c : check::op_checks()) ops.push_back(&c);
+  }
+
+  uint64_t seed = 0;
+  if (flags.has("seed")) {
+    if (!parse_u64(flags.get("seed"), &seed))
+      return usage_error("check", "--seed: expected a non-negative integer, got '" + flags.get("seed") + "'", err);
+  } else {
+    seed = check::fresh_seed();
+  }
+
+  if (flags.has("list")) {
+    check::Rng rng(seed);
+    out << "op | family | cases\n";
+    for (const auto* c : ops) out << c->name << " | " << c->family << " | " << c->build(rng).size() << "\n";
+    return kExitOk;
+  }
+
+  out << "tejas check: backend " << backend_name(backend) << ", " << check::seed_note(seed) << "\n";
+  if (backend == Backend::cuda && !have_cuda)
+    out << "cuda backend not available (" << why_no_cuda << "): every case reports unsupported\n";
+
+  Report report;
+  report.command = "check";
+  report.has_checks = true;
+  report.check_backend = backend_name(backend);
+  report.seed = seed;
+  check::RunOptions options;
+  options.backend = backend;
+  for (const auto* c : ops) {
+    err << "[check] " << c->name << "\n";
+    for (auto& r : check::run_op_check(*c, options, seed)) report.checks.push_back(std::move(r));
+  }
+  print_checks(out, report.checks);
+  if (backend == Backend::reference)
+    out << "(reference backend: pass = the call succeeded and its outputs are finite where expected)\n";
+
+  if (flags.has("json")) {
+    const bench::GpuCeilings* g = bench::find_gpu("h200");
+    report.gpu = g->name;
+    report.ceilings = *g;
+    std::string error;
+    if (!write_file(flags.get("json"), to_json(report), &error)) {
+      err << "tejas check: --json: " << error << "\n";
+      return kExitFailure;
+    }
+  }
+  return count_checks(report.checks).fail > 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace tejas::cli
