@@ -1,0 +1,48 @@
+// Warp- and block-wide reductions over float (f32 accumulation), on shuffles and the device
+// layer's shared-memory accessors (so the emulator checks them).
+#pragma once
+#include "device/prelude.h"
+#include "device/ptx/ld_st.h"
+
+namespace tejas::dev {
+
+inline constexpr unsigned kFullWarpMask = 0xffffffffu;
+inline constexpr int kWarpSize = 32;
+inline constexpr int kMaxWarpsPerBlock = 32;
+
+struct SumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  // fmaxf drops NaN; a reduction that must propagate NaN uses MaxNanOp.
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct MaxNanOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return (a != a || a > b) ? a : b; }
+};
+
+// Every lane of a full warp gets the reduction of all 32 lanes (butterfly: same order on every
+// lane, so every lane gets bit-identical results).
+template <class Op>
+__device__ __forceinline__ float warp_allreduce(float v, Op op) {
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(kFullWarpMask, v, offset));
+  return v;
+}
+
+// Every thread of the block gets the reduction of all threads. blockDim.x must be a multiple of
+// 32 (<= 1024); `scratch` is kMaxWarpsPerBlock floats of shared memory. Contains two
+// __syncthreads: call from all threads; scratch may be reused right after it returns.
+template <class Op>
+__device__ __forceinline__ float block_allreduce(float v, Op op, float identity, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int num_warps = blockDim.x / kWarpSize;
+  v = warp_allreduce(v, op);
+  if (lane == 0) ptx::st_shared(scratch + warp, v);
+  __syncthreads();
+  float w = lane < num_warps ? ptx::ld_shared(scratch + lane) : identity;
+  w = warp_allreduce(w, op);
+  __syncthreads();  // every warp has read scratch: the caller may write it again
+  return w;
+}
+
+}  // namespace tejas::dev

@@ -1,0 +1,21 @@
+// CUDA error -> Status for the ops' cuda launchers (compiled only where TEJAS_WITH_CUDA is set:
+// launch.cu files and host files that include the CUDA runtime).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "tejas/status.h"
+
+namespace tejas::detail {
+
+inline Status cuda_status(const char* op, cudaError_t e, const char* what = "kernel launch") {
+  if (e == cudaSuccess) return Status::Ok();
+  return Status::CudaError(std::string(op) + ": " + what + " failed: " + cudaGetErrorName(e) + ": " +
+                           cudaGetErrorString(e));
+}
+
+// Call right after a <<<>>> launch: reports configuration errors without synchronizing.
+inline Status cuda_launch_status(const char* op) { return cuda_status(op, cudaGetLastError()); }
+
+}  // namespace tejas::detail
