@@ -9,6 +9,23 @@
 
 #if defined(__CUDACC__)
 #  define TEJAS_EMULATION 0
+#else
+#  define TEJAS_EMULATION 1
+#endif
+
+// Every device-layer wrapper ends its parameter list with TEJAS_SITE_PARAM: in emulation builds
+// a defaulted emu::Site (the caller's file:line, for findings); nothing on the device.
+// TEJAS_SITE_PARAM_ONLY is the same for wrappers that take no other parameter.
+#if TEJAS_EMULATION
+#  define TEJAS_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
+#  define TEJAS_SITE_PARAM_ONLY ::tejas::emu::Site site = ::tejas::emu::Site::here()
+#else
+#  define TEJAS_SITE_PARAM
+#  define TEJAS_SITE_PARAM_ONLY
+#endif
+
+
+#if defined(__CUDACC__)
 #  include <cuda_runtime.h>
 #  if defined(__CUDA_ARCH__)
 #    define TEJAS_ARCH __CUDA_ARCH__
@@ -18,7 +35,6 @@
 #    define TEJAS_DEVICE_PASS 0
 #  endif
 #else
-#  define TEJAS_EMULATION 1
 #  define TEJAS_DEVICE_PASS 0
 #  ifndef TEJAS_EMU_ARCH
 #    define TEJAS_EMU_ARCH 900

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace tejas::detail {
 
@@ -154,6 +155,36 @@ Validator& Validator::aligned(const TensorView& t, const char* name, int bytes) 
       return fail(name, "expected dim " + std::to_string(d) + " stride of a multiple of " + std::to_string(bytes) +
                             " bytes, got " + std::to_string(t.stride[d]) + " elements");
   }
+  return *this;
+}
+
+Validator& Validator::element_aligned(const TensorView& t, const char* name) {
+  const int bytes = dtype_bits(t.dtype) / 8;
+  return bytes > 1 ? aligned(t, name, bytes) : *this;
+}
+
+bool elements_distinct(const TensorView& t) {
+  int dims[kMaxDims];
+  int n = 0;
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] > 1) dims[n++] = d;
+  // Insertion sort by stride (at most kMaxDims entries).
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && t.stride[dims[j]] < t.stride[dims[j - 1]]; --j) std::swap(dims[j], dims[j - 1]);
+  int64_t reach = 0;  // furthest element offset reachable through the dimensions seen so far
+  for (int k = 0; k < n; ++k) {
+    const int d = dims[k];
+    if (t.stride[d] <= reach) return false;
+    reach += (t.shape[d] - 1) * t.stride[d];
+  }
+  return true;
+}
+
+Validator& Validator::distinct_elements(const TensorView& t, const char* name) {
+  if (!ok() || !t.defined()) return *this;
+  if (!elements_distinct(t))
+    return fail(name, "expected every element at its own address (an output view must not repeat elements), got " +
+                          t.describe());
   return *this;
 }
 

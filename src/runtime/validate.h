@@ -37,6 +37,12 @@ class Validator {
   Validator& contiguous(const TensorView& t, const char* name);
   Validator& nonnegative_strides(const TensorView& t, const char* name);
   Validator& aligned(const TensorView& t, const char* name, int bytes);
+  // Data aligned to the element size (1 byte for fp4 and 8-bit types).
+  Validator& element_aligned(const TensorView& t, const char* name);
+  // No two indices address the same element (an output written through such a view would be
+  // written twice). Sufficient rule, not necessary: exotic disjoint interleavings are rejected.
+  // Expects non-negative strides.
+  Validator& distinct_elements(const TensorView& t, const char* name);
   // Outputs must not overlap inputs or each other. `allow_identical` lets the two be exactly
   // the same view (same data, dtype, shape and strides): documented in-place use.
   Validator& no_overlap(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name,
@@ -64,6 +70,7 @@ std::string dtype_list(std::initializer_list<DType> allowed);
 // buffer); conservative (true) otherwise.
 bool views_may_overlap(const TensorView& a, const TensorView& b);
 bool views_identical(const TensorView& a, const TensorView& b);
+bool elements_distinct(const TensorView& t);
 
 // Picks the backend: automatic -> cuda for device tensors, reference for host tensors.
 // reference and emulator need host tensors, cuda needs device tensors; a mismatch is

@@ -57,3 +57,24 @@ TEST(Validate, ResolveBackendDeviceMismatch) {
   ctx.emulated_arch = 75;
   TEJAS_EXPECT_INVALID(detail::resolve_backend("op", ctx, {{"x", &host}}, &b), "emulated_arch");
 }
+
+TEST(Validate, DistinctElements) {
+  float buf[64];
+  auto t = TensorView::contiguous(buf, DType::f32, {4, 8});
+  EXPECT_TRUE(detail::elements_distinct(t));
+  t.stride[0] = 0;  // every row the same memory
+  EXPECT_FALSE(detail::elements_distinct(t));
+  TEJAS_EXPECT_INVALID(Validator("op").distinct_elements(t, "out").status(), "out:");
+  t.stride[0] = 4;  // rows overlap by half
+  EXPECT_FALSE(detail::elements_distinct(t));
+  t.stride[0] = 9;  // padded rows: fine
+  EXPECT_TRUE(detail::elements_distinct(t));
+}
+
+TEST(Validate, ElementAligned) {
+  alignas(8) uint8_t buf[64];
+  auto t = TensorView::contiguous(buf + 2, DType::f32, {4});
+  TEJAS_EXPECT_INVALID(Validator("op").element_aligned(t, "x").status(), "x:");
+  auto u = TensorView::contiguous(buf + 1, DType::e4m3, {4});
+  EXPECT_TRUE(Validator("op").element_aligned(u, "q").ok());
+}

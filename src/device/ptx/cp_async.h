@@ -16,11 +16,6 @@
 
 #if TEJAS_EMULATION
 #include "emu/emu.h"
-#define TEJAS_CPA_SITE_FIRST ::tejas::emu::Site site = ::tejas::emu::Site::here()
-#define TEJAS_CPA_SITE , TEJAS_CPA_SITE_FIRST
-#else
-#define TEJAS_CPA_SITE_FIRST
-#define TEJAS_CPA_SITE
 #endif
 
 namespace tejas::ptx {
@@ -54,23 +49,23 @@ __device__ __forceinline__ void cg16(void* smem, const void* gmem, int src_bytes
 #define TEJAS_CPA_BODY16(SRC) cp_async_detail::cg16(smem, gmem, SRC)
 #endif
 
-__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem TEJAS_CPA_SITE) { TEJAS_CPA_BODY(4, 4); }
-__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem TEJAS_CPA_SITE) { TEJAS_CPA_BODY(8, 8); }
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem TEJAS_CPA_SITE) { TEJAS_CPA_BODY16(16); }
-__device__ __forceinline__ void cp_async_4_zfill(void* smem, const void* gmem, int src_bytes TEJAS_CPA_SITE) {
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem TEJAS_SITE_PARAM) { TEJAS_CPA_BODY(4, 4); }
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem TEJAS_SITE_PARAM) { TEJAS_CPA_BODY(8, 8); }
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem TEJAS_SITE_PARAM) { TEJAS_CPA_BODY16(16); }
+__device__ __forceinline__ void cp_async_4_zfill(void* smem, const void* gmem, int src_bytes TEJAS_SITE_PARAM) {
   TEJAS_CPA_BODY(4, src_bytes);
 }
-__device__ __forceinline__ void cp_async_8_zfill(void* smem, const void* gmem, int src_bytes TEJAS_CPA_SITE) {
+__device__ __forceinline__ void cp_async_8_zfill(void* smem, const void* gmem, int src_bytes TEJAS_SITE_PARAM) {
   TEJAS_CPA_BODY(8, src_bytes);
 }
-__device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, int src_bytes TEJAS_CPA_SITE) {
+__device__ __forceinline__ void cp_async_16_zfill(void* smem, const void* gmem, int src_bytes TEJAS_SITE_PARAM) {
   TEJAS_CPA_BODY16(src_bytes);
 }
 
 #undef TEJAS_CPA_BODY
 #undef TEJAS_CPA_BODY16
 
-__device__ __forceinline__ void cp_async_commit(TEJAS_CPA_SITE_FIRST) {
+__device__ __forceinline__ void cp_async_commit(TEJAS_SITE_PARAM_ONLY) {
 #if TEJAS_EMULATION
   ::tejas::emu::cp_async_commit(site);
 #else
@@ -79,7 +74,7 @@ __device__ __forceinline__ void cp_async_commit(TEJAS_CPA_SITE_FIRST) {
 }
 
 template <int N>
-__device__ __forceinline__ void cp_async_wait(TEJAS_CPA_SITE_FIRST) {
+__device__ __forceinline__ void cp_async_wait(TEJAS_SITE_PARAM_ONLY) {
   static_assert(N >= 0, "number of groups left pending");
 #if TEJAS_EMULATION
   ::tejas::emu::cp_async_wait(N, site);
@@ -88,7 +83,7 @@ __device__ __forceinline__ void cp_async_wait(TEJAS_CPA_SITE_FIRST) {
 #endif
 }
 
-__device__ __forceinline__ void cp_async_wait_all(TEJAS_CPA_SITE_FIRST) {
+__device__ __forceinline__ void cp_async_wait_all(TEJAS_SITE_PARAM_ONLY) {
 #if TEJAS_EMULATION
   ::tejas::emu::cp_async_commit(site);
   ::tejas::emu::cp_async_wait(0, site);
@@ -99,5 +94,3 @@ __device__ __forceinline__ void cp_async_wait_all(TEJAS_CPA_SITE_FIRST) {
 
 }  // namespace tejas::ptx
 
-#undef TEJAS_CPA_SITE
-#undef TEJAS_CPA_SITE_FIRST

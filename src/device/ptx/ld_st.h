@@ -19,9 +19,6 @@
 
 #if TEJAS_EMULATION
 #include "emu/emu.h"
-#define TEJAS_LDST_SITE , ::tejas::emu::Site site = ::tejas::emu::Site::here()
-#else
-#define TEJAS_LDST_SITE
 #endif
 
 namespace tejas::ptx {
@@ -34,7 +31,7 @@ inline constexpr bool kValidAccess = sizeof(T) == 1 || sizeof(T) == 2 || sizeof(
 
 
 template <class T>
-__device__ __forceinline__ T ld_global(const T* p TEJAS_LDST_SITE) {
+__device__ __forceinline__ T ld_global(const T* p TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   return ::tejas::emu::load(p, site);
@@ -44,7 +41,7 @@ __device__ __forceinline__ T ld_global(const T* p TEJAS_LDST_SITE) {
 }
 
 template <class T>
-__device__ __forceinline__ void st_global(T* p, const T& v TEJAS_LDST_SITE) {
+__device__ __forceinline__ void st_global(T* p, const T& v TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   ::tejas::emu::store(p, v, site);
@@ -54,7 +51,7 @@ __device__ __forceinline__ void st_global(T* p, const T& v TEJAS_LDST_SITE) {
 }
 
 template <class T>
-__device__ __forceinline__ T ld_shared(const T* p TEJAS_LDST_SITE) {
+__device__ __forceinline__ T ld_shared(const T* p TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   return ::tejas::emu::load(p, site);
@@ -64,7 +61,7 @@ __device__ __forceinline__ T ld_shared(const T* p TEJAS_LDST_SITE) {
 }
 
 template <class T>
-__device__ __forceinline__ void st_shared(T* p, const T& v TEJAS_LDST_SITE) {
+__device__ __forceinline__ void st_shared(T* p, const T& v TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   ::tejas::emu::store(p, v, site);
@@ -140,7 +137,7 @@ __device__ __forceinline__ void st_cs(T* p, const T& v) {
 
 // ld.global.nc: read-only data for the whole kernel (inputs nobody writes during the launch).
 template <class T>
-__device__ __forceinline__ T ld_global_nc(const T* p TEJAS_LDST_SITE) {
+__device__ __forceinline__ T ld_global_nc(const T* p TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   return ::tejas::emu::load(p, site);
@@ -151,7 +148,7 @@ __device__ __forceinline__ T ld_global_nc(const T* p TEJAS_LDST_SITE) {
 
 // ld.global.cg: cache in L2 only (data another block may have written in an earlier launch).
 template <class T>
-__device__ __forceinline__ T ld_global_cg(const T* p TEJAS_LDST_SITE) {
+__device__ __forceinline__ T ld_global_cg(const T* p TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   return ::tejas::emu::load(p, site);
@@ -162,7 +159,7 @@ __device__ __forceinline__ T ld_global_cg(const T* p TEJAS_LDST_SITE) {
 
 // st.global.cs: streaming store (written once, not re-read soon).
 template <class T>
-__device__ __forceinline__ void st_global_cs(T* p, const T& v TEJAS_LDST_SITE) {
+__device__ __forceinline__ void st_global_cs(T* p, const T& v TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
   ::tejas::emu::store(p, v, site);
@@ -173,4 +170,3 @@ __device__ __forceinline__ void st_global_cs(T* p, const T& v TEJAS_LDST_SITE) {
 
 }  // namespace tejas::ptx
 
-#undef TEJAS_LDST_SITE

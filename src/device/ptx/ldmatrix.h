@@ -19,11 +19,11 @@
 #  include "emu/emu.h"
 #endif
 
-#ifndef TEJAS_PTX_SITE_PARAM
+#ifndef TEJAS_SITE_PARAM
 #  if TEJAS_EMULATION
-#    define TEJAS_PTX_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
+#    define TEJAS_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
 #  else
-#    define TEJAS_PTX_SITE_PARAM
+#    define TEJAS_SITE_PARAM
 #  endif
 #endif
 
@@ -158,33 +158,33 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 #endif
 
 // ldmatrix.sync.aligned.m8n8.x1.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x1(uint32_t (&r)[1], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x1(uint32_t (&r)[1], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX1, asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
                                           : "=r"(r[0]) : "r"(detail::smem_u32(smem_row))));
 }
 // ldmatrix.sync.aligned.m8n8.x2.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX2, asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
                                           : "=r"(r[0]), "=r"(r[1]) : "r"(detail::smem_u32(smem_row))));
 }
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX4, asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                                           : "r"(detail::smem_u32(smem_row))));
 }
 // ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x1_trans(uint32_t (&r)[1], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x1_trans(uint32_t (&r)[1], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX1T, asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
                                            : "=r"(r[0]) : "r"(detail::smem_u32(smem_row))));
 }
 // ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX2T, asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                                            : "=r"(r[0]), "=r"(r[1]) : "r"(detail::smem_u32(smem_row))));
 }
 // ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 (sm_75)
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_row TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_row TEJAS_SITE_PARAM) {
   TEJAS_LDMATRIX_BODY(kLdX4T, asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                            : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                                            : "r"(detail::smem_u32(smem_row))));

@@ -26,12 +26,12 @@
 #  include "emu/emu.h"
 #endif
 
-#ifndef TEJAS_PTX_SITE_PARAM
+#ifndef TEJAS_SITE_PARAM
 #  if TEJAS_EMULATION
 // Emulation builds record the call site of every wrapper for findings.
-#    define TEJAS_PTX_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
+#    define TEJAS_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
 #  else
-#    define TEJAS_PTX_SITE_PARAM
+#    define TEJAS_SITE_PARAM
 #  endif
 #endif
 
@@ -143,7 +143,7 @@ inline constexpr Shape kE5m2{Elem::e5m2, 4, 32, 89, "mma.m16n8k32.e5m2.f32"};
 
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (sm_80)
 __device__ __forceinline__ void mma_m16n8k16_bf16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                                                      const float (&c)[4] TEJAS_PTX_SITE_PARAM) {
+                                                      const float (&c)[4] TEJAS_SITE_PARAM) {
 #if TEJAS_DEVICE_PASS && TEJAS_ARCH >= 800
   TEJAS_MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
 #elif TEJAS_DEVICE_PASS
@@ -158,7 +158,7 @@ __device__ __forceinline__ void mma_m16n8k16_bf16_f32(float (&d)[4], const uint3
 
 // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (sm_80)
 __device__ __forceinline__ void mma_m16n8k16_f16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                                                     const float (&c)[4] TEJAS_PTX_SITE_PARAM) {
+                                                     const float (&c)[4] TEJAS_SITE_PARAM) {
 #if TEJAS_DEVICE_PASS && TEJAS_ARCH >= 800
   TEJAS_MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
 #elif TEJAS_DEVICE_PASS
@@ -173,7 +173,7 @@ __device__ __forceinline__ void mma_m16n8k16_f16_f32(float (&d)[4], const uint32
 
 // mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89)
 __device__ __forceinline__ void mma_m16n8k32_e4m3_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                                                      const float (&c)[4] TEJAS_PTX_SITE_PARAM) {
+                                                      const float (&c)[4] TEJAS_SITE_PARAM) {
 #if TEJAS_DEVICE_PASS && TEJAS_ARCH >= 890
   TEJAS_MMA_ASM("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
 #elif TEJAS_DEVICE_PASS
@@ -188,7 +188,7 @@ __device__ __forceinline__ void mma_m16n8k32_e4m3_f32(float (&d)[4], const uint3
 
 // mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 (sm_89)
 __device__ __forceinline__ void mma_m16n8k32_e5m2_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                                                      const float (&c)[4] TEJAS_PTX_SITE_PARAM) {
+                                                      const float (&c)[4] TEJAS_SITE_PARAM) {
 #if TEJAS_DEVICE_PASS && TEJAS_ARCH >= 890
   TEJAS_MMA_ASM("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32");
 #elif TEJAS_DEVICE_PASS

@@ -92,33 +92,33 @@ inline constexpr Op kStX1T{"stmatrix.x1.trans", 1, true}, kStX2T{"stmatrix.x2.tr
 #endif
 
 // stmatrix.sync.aligned.m8n8.x1.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x1(void* smem_row, const uint32_t (&r)[1] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x1(void* smem_row, const uint32_t (&r)[1] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX1, asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};\n"
                                           :: "r"(detail::smem_u32(smem_row)), "r"(r[0]) : "memory"));
 }
 // stmatrix.sync.aligned.m8n8.x2.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x2(void* smem_row, const uint32_t (&r)[2] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x2(void* smem_row, const uint32_t (&r)[2] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX2, asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1,%2};\n"
                                           :: "r"(detail::smem_u32(smem_row)), "r"(r[0]), "r"(r[1]) : "memory"));
 }
 // stmatrix.sync.aligned.m8n8.x4.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x4(void* smem_row, const uint32_t (&r)[4] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x4(void* smem_row, const uint32_t (&r)[4] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX4, asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n"
                                           :: "r"(detail::smem_u32(smem_row)), "r"(r[0]), "r"(r[1]), "r"(r[2]),
                                              "r"(r[3]) : "memory"));
 }
 // stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x1_trans(void* smem_row, const uint32_t (&r)[1] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x1_trans(void* smem_row, const uint32_t (&r)[1] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX1T, asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\n"
                                            :: "r"(detail::smem_u32(smem_row)), "r"(r[0]) : "memory"));
 }
 // stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x2_trans(void* smem_row, const uint32_t (&r)[2] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x2_trans(void* smem_row, const uint32_t (&r)[2] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX2T, asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1,%2};\n"
                                            :: "r"(detail::smem_u32(smem_row)), "r"(r[0]), "r"(r[1]) : "memory"));
 }
 // stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 (sm_90)
-__device__ __forceinline__ void stmatrix_x4_trans(void* smem_row, const uint32_t (&r)[4] TEJAS_PTX_SITE_PARAM) {
+__device__ __forceinline__ void stmatrix_x4_trans(void* smem_row, const uint32_t (&r)[4] TEJAS_SITE_PARAM) {
   TEJAS_STMATRIX_BODY(kStX4T, asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n"
                                            :: "r"(detail::smem_u32(smem_row)), "r"(r[0]), "r"(r[1]), "r"(r[2]),
                                               "r"(r[3]) : "memory"));
