@@ -37,7 +37,11 @@ std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<
 // Per-family builders (suites_ops.cpp, suites_base.cpp).
 void add_norm_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_rope_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_norm_fused_rows(const ModelShape& m, std::vector<Workload>& out);
+Cost cost_fused_add_rms_norm_quant_fp8_group(int64_t T, int64_t H);
 void add_activation_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_activation_fused_rows(const ModelShape& m, std::vector<Workload>& out);
+void add_rope_fused_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_quant_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_attention_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out);

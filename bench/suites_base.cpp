@@ -14,6 +14,14 @@ constexpr int64_t kPeakGemmDim = 8192;
 constexpr int64_t kMiB = int64_t{1} << 20;
 // GEMM token counts: decode (1, 16) through prefill chunks (8192).
 constexpr int64_t kGemmTokens[] = {1, 16, 128, 1024, 8192};
+// DeepSeek-V3 block-scaled rows: decode, a small batch, a prefill chunk.
+constexpr int64_t kDeepSeekTokens[] = {1, 64, 4096};
+constexpr GemmKind kDeepSeekKinds[] = {GemmKind::fp8_block128, GemmKind::mxfp8, GemmKind::nvfp4};
+// DeepSeek-V3 dimensions that ModelShape does not carry (the model's config.json): MLA ranks and
+// head splits, and the dense FFN of its first layers.
+constexpr int64_t kDsQLoraRank = 1536, kDsKvLoraRank = 512;
+constexpr int64_t kDsQkNopeDim = 128, kDsRopeDim = 64, kDsVDim = 128;
+constexpr int64_t kDsDenseFfn = 18432;
 
 std::string gemm_shape(int64_t M, int64_t N, int64_t K) {
   std::ostringstream os;
@@ -21,29 +29,76 @@ std::string gemm_shape(int64_t M, int64_t N, int64_t K) {
   return os.str();
 }
 
-Workload gemm_row(const std::string& model, const std::string& what, int64_t M, int64_t N, int64_t K, bool fp8) {
+// Row op names are the JSON keys baselines attach to; the first two predate the other kinds.
+std::string gemm_op(GemmKind kind) {
+  switch (kind) {
+    case GemmKind::bf16: return "gemm_bf16_cublaslt";
+    case GemmKind::fp8_per_tensor: return "gemm_fp8_cublaslt";
+    default: return std::string("gemm_") + gemm_kind_name(kind) + "_cublaslt";
+  }
+}
+
+const char* gemm_dtypes(GemmKind kind) {
+  switch (kind) {
+    case GemmKind::bf16: return " bf16";
+    case GemmKind::fp8_per_tensor: return " e4m3 per-tensor";
+    case GemmKind::fp8_block128: return " e4m3 1x128/128x128 f32 scales";
+    case GemmKind::mxfp8: return " e4m3 1x32 ue8m0 scales";
+    case GemmKind::nvfp4: return " e2m1 1x16 ue4m3 scales";
+  }
+  return "";
+}
+
+Workload gemm_row(const std::string& model, const std::string& what, int64_t M, int64_t N, int64_t K,
+                  GemmKind kind) {
   Workload w;
   w.suite = "gemm";
-  w.op = fp8 ? "gemm_fp8_cublaslt" : "gemm_bf16_cublaslt";
+  w.op = gemm_op(kind);
   w.model = model;
-  w.shape = (what.empty() ? "" : what + " ") + gemm_shape(M, N, K) + (fp8 ? " e4m3 per-tensor" : " bf16");
-  const DType in = fp8 ? DType::e4m3 : DType::bf16;
-  w.cost = cost_gemm(M, N, K, in, in, DType::bf16);
-  w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
-    return prepare_gemm(fp8 ? GemmKind::fp8_per_tensor : GemmKind::bf16, M, N, K, a, launch);
-  };
+  w.shape = (what.empty() ? "" : what + " ") + gemm_shape(M, N, K) + gemm_dtypes(kind);
+  // The floor is the workload's; the timing is what cuBLASLt needs for it (padded tokens).
+  if (const int64_t run = gemm_run_tokens(kind, M); run != M)
+    w.shape += " (cuBLASLt runs M=" + std::to_string(run) + ")";
+  w.cost = gemm_cost(kind, M, N, K);
+  w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) { return prepare_gemm(kind, M, N, K, a, launch); };
   return w;
+}
+
+// DeepSeek-V3's per-layer projections (N, K), FP8 weights in 128x128 blocks.
+std::vector<GemmShape> deepseek_projections(const ModelShape& m, int64_t tokens) {
+  const int64_t H = m.hidden, heads = m.q_heads;
+  return {
+      {"q_a", tokens, kDsQLoraRank, H},
+      {"q_b", tokens, heads * (kDsQkNopeDim + kDsRopeDim), kDsQLoraRank},
+      {"kv_a", tokens, kDsKvLoraRank + kDsRopeDim, H},
+      {"kv_b", tokens, heads * (kDsQkNopeDim + kDsVDim), kDsKvLoraRank},
+      {"o", tokens, H, heads * kDsVDim},
+      {"dense_gate_up", tokens, 2 * kDsDenseFfn, H},
+      {"dense_down", tokens, H, kDsDenseFfn},
+      {"expert_gate_up", tokens, 2 * m.ffn, H},
+      {"expert_down", tokens, H, m.ffn},
+  };
 }
 }  // namespace
 
 void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out) {
-  if (m.head_dim == 576) return;  // MLA projections are not the q/k/v/o GEMMs of layer_gemms()
+  if (std::string_view(m.name) == "deepseek-v3") {
+    // MLA projections are not the q/k/v/o GEMMs of layer_gemms(); its GEMMs run block-scaled.
+    for (int64_t T : kDeepSeekTokens)
+      for (const GemmShape& g : deepseek_projections(m, T))
+        for (GemmKind kind : kDeepSeekKinds) out.push_back(gemm_row(m.name, g.what, g.M, g.N, g.K, kind));
+    return;
+  }
   for (int64_t T : kGemmTokens)
     for (const GemmShape& g : layer_gemms(m, T))
-      for (bool fp8 : {false, true}) out.push_back(gemm_row(m.name, g.what, g.M, g.N, g.K, fp8));
+      for (GemmKind kind : {GemmKind::bf16, GemmKind::fp8_per_tensor})
+        out.push_back(gemm_row(m.name, g.what, g.M, g.N, g.K, kind));
 }
 
-Workload peak_gemm(bool fp8) { return gemm_row("", "peak", kPeakGemmDim, kPeakGemmDim, kPeakGemmDim, fp8); }
+Workload peak_gemm(bool fp8) {
+  return gemm_row("", "peak", kPeakGemmDim, kPeakGemmDim, kPeakGemmDim,
+                  fp8 ? GemmKind::fp8_per_tensor : GemmKind::bf16);
+}
 
 void add_copy_rows(std::vector<Workload>& out) {
   for (int64_t mib : {int64_t{1}, int64_t{64}, int64_t{1024}, int64_t{4096}}) {
@@ -93,9 +148,17 @@ std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<
     return out;
   }
   for (const ModelShape* m : ms) {
-    if (suite == "norm") add_norm_rows(*m, out);
-    else if (suite == "rope") add_rope_rows(*m, out);
-    else if (suite == "activation") add_activation_rows(*m, out);
+    if (suite == "norm") {
+      add_norm_rows(*m, out);
+      add_norm_fused_rows(*m, out);
+    }
+    else if (suite == "rope") {
+      add_rope_rows(*m, out);
+      add_rope_fused_rows(*m, out);
+    } else if (suite == "activation") {
+      add_activation_rows(*m, out);
+      add_activation_fused_rows(*m, out);
+    }
     else if (suite == "quant") add_quant_rows(*m, out);
     else if (suite == "attention") add_attention_rows(*m, out);
     else if (suite == "gemm") add_gemm_rows(*m, out);

@@ -16,8 +16,24 @@
 //   gate = +Inf: silu and gelu_tanh give +Inf (their limit); gate = -Inf: they give -0 (their
 //   limit), so out = -0 * up (NaN when up is +-Inf). Clamped: +Inf gate -> limit, -Inf gate ->
 //   -0 * (u + 1); +-Inf up -> +-limit. Otherwise the product follows IEEE (Inf * 0 = NaN).
+//
+// Fused with quantization (the input of an FP8 / FP4 down-projection). y = silu_mul(x, options)
+// in float64, *not* rounded to x's dtype: the kernels keep y in f32 registers, so quantizing
+// the unrounded value is both what they can do and one rounding fewer than silu_mul followed by
+// a quant op. A y beyond x's largest finite value (+-Inf included) counts as that value with
+// its sign, as an Inf input does in tejas/quant.h; NaN stays NaN. Then:
+//   silu_mul_quant_fp8_group: the rules of quant_fp8_group with group_size 128 applied to y:
+//     q[T, F] e4m3, scales[T, F / 128] f32 or ue8m0 (its dtype selects the rule).
+//   silu_mul_quant_mx: the rules of quant_mx applied to y, format mxfp4 (q e2m1, scales ue8m0
+//     [T, F / 32]) or nvfp4 (q e2m1, scales e4m3 [T, F / 16], tensor_scale f32 [1] an input,
+//     finite and > 0; checked when it is a host tensor). mxfp8 is not offered.
+// x in {bf16, f16} ([T, 2F], T >= 1, F a multiple of the group size). Layout rules as above for
+// x; q and scales: innermost contiguous, non-negative strides, every element its own address,
+// e2m1 rows starting on a byte (even row stride); q and scales overlap neither x nor each
+// other. All tensors on one device.
 #pragma once
 #include "tejas/context.h"
+#include "tejas/quant.h"
 #include "tejas/status.h"
 #include "tejas/tensor.h"
 
@@ -33,5 +49,14 @@ Status silu_mul(const ExecContext& ctx, const TensorView& x, const TensorView& o
                 const SiluMulOptions& options = {});
 
 Status gelu_tanh_mul(const ExecContext& ctx, const TensorView& x, const TensorView& out);
+
+inline constexpr int kSiluQuantFp8Group = 128;
+
+Status silu_mul_quant_fp8_group(const ExecContext& ctx, const TensorView& x, const TensorView& q,
+                                const TensorView& scales, const SiluMulOptions& options = {});
+
+Status silu_mul_quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, const TensorView& q,
+                         const TensorView& scales, const TensorView& tensor_scale = {},
+                         const SiluMulOptions& options = {});
 
 }  // namespace tejas

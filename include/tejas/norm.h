@@ -29,12 +29,44 @@
 //                      checked by the reference backend always, by the others only in
 //                      debug-check mode (ExecContext::debug_checks). A NaN y gives a NaN code;
 //                      |y / s| beyond 448 saturates to +-448.
+//
+// fused_add_rms_norm_quant_fp8_group: fused_add_rms_norm followed by quant_fp8_group in one pass:
+//   residual[t, :] += x[t, :]                  (rounded to residual's dtype, stored)
+//   y[t, :] = rms_norm(residual[t, :])         (float64 from the stored residual, NOT rounded to
+//                                               an activation dtype: the fused kernel quantizes
+//                                               its f32 y directly, so the reference does not
+//                                               round either; the unfused pair rounds y to x's
+//                                               dtype first and may pick other codes)
+//   for each group g of kNormQuantGroup (128) consecutive elements of a row, quant_fp8_group's
+//   rules (tejas/quant.h) applied to y, with y first clamped to +-FLT_MAX (so an Inf, from an
+//   infinite weight, saturates like an f32 input there):
+//     scales f32:   s = f32(max(amax_g |y|, kFp8MinAmax) / 448)
+//     scales ue8m0: s = 2^ceil(log2(max(amax_g |y|, kFp8MinAmax) / 448))
+//     q = sat_rne_e4m3(y / s), s as stored. A NaN in the group: NaN scale (f32 NaN / ue8m0
+//     0xFF) and every code of the group 0x7F (or 0xFF).
+// Shapes: x, residual, q [T, H] with H a multiple of 128; weight [H]; scales [T, H / 128].
+// Dtypes: x, weight, residual as fused_add_rms_norm; q e4m3; scales f32 or ue8m0.
+// Strides: x, residual, q as above. scales: any non-negative strides whose elements are
+//   distinct, e.g. a column-major view (strides [1, T_pad]) for GEMMs that read MN-major scales.
+// Outputs (residual, q, scales) overlap neither each other nor the inputs.
+//
+// Kernels (emulator and cuda backends; H <= 16384, larger H returns unsupported there): one row
+// per CTA (one warp per row for short rows), the row held in registers between the reductions
+// and the write; f32 arithmetic. bf16 / f16 outputs are within 1 ulp of the reference, f32
+// outputs within a few f32 ulps; fp8 codes match except one code apart where y / s lies within
+// f32 rounding of a midpoint between codes; dynamic scales within f32 rounding (ue8m0 scales one
+// step apart where amax / 448 is within f32 rounding of a power of two). The sum of squares is
+// accumulated in f32: rows with |x| above ~1.8e19 overflow it (out 0 / NaN as for an Inf row)
+// where the float64 reference stays finite.
 #pragma once
 #include "tejas/context.h"
 #include "tejas/status.h"
 #include "tejas/tensor.h"
 
 namespace tejas {
+
+// Elements per scale of fused_add_rms_norm_quant_fp8_group.
+inline constexpr int kNormQuantGroup = 128;
 
 // Floor on the amax used for dynamic FP8 scales, so an all-zero row gets a finite, nonzero scale.
 inline constexpr double kFp8MinAmax = 1e-10;
@@ -53,5 +85,9 @@ Status rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& w
 Status fused_add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& residual,
                           const TensorView& weight, double eps, const TensorView& out,
                           const Fp8Scale& out_scale = {});
+
+Status fused_add_rms_norm_quant_fp8_group(const ExecContext& ctx, const TensorView& x, const TensorView& residual,
+                                          const TensorView& weight, double eps, const TensorView& q,
+                                          const TensorView& scales);
 
 }  // namespace tejas

@@ -24,6 +24,15 @@
 #  define TEJAS_SITE_PARAM_ONLY
 #endif
 
+// Kernel code is compiled twice into one library: by nvcc for the cuda backend (launch.cu) and
+// by the host compiler for the emulator (launch_emu.cpp). A kernel template's nvcc host stub and
+// its emulated body would share a mangled name, and the linker would keep one for both, so
+// kernel headers declare their code inside `inline namespace TEJAS_BUILD_NS { ... }`.
+#if TEJAS_EMULATION
+#  define TEJAS_BUILD_NS emulated
+#else
+#  define TEJAS_BUILD_NS compiled
+#endif
 
 #if defined(__CUDACC__)
 #  include <cuda_runtime.h>

@@ -21,6 +21,7 @@
 #endif
 
 namespace tejas::dev::selftest {
+inline namespace TEJAS_BUILD_NS {  // see device/prelude.h
 
 inline constexpr int kWarp = 32;
 inline constexpr int kM = 16, kN = 8;
@@ -287,4 +288,5 @@ inline std::string check_outputs(const Inputs& in, const Outputs& out, bool fp8,
   return report;
 }
 
+}  // inline namespace TEJAS_BUILD_NS
 }  // namespace tejas::dev::selftest

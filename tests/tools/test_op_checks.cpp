@@ -1,7 +1,11 @@
 // Every op's check cases on each backend through the shared check code (the same code
-// `tejas check` runs): reference must pass; emulator and cuda may be unsupported (no kernel yet,
-// or no GPU) but never fail.
+// `tejas check` runs): reference must pass; the emulator must pass for every op that has a
+// kernel (all but the attention ops, whose kernels have their own issue); cuda may be
+// unsupported (no GPU here) but never fail.
 #include <gtest/gtest.h>
+
+#include <set>
+#include <string>
 
 #include "check/op_checks.h"
 #include "support/seed.h"
@@ -10,13 +14,18 @@ using namespace tejas;
 using namespace tejas::check;
 
 namespace {
+// Ops without an emulator kernel yet: allowed to answer unsupported there.
+const std::set<std::string> kNoKernelYet = {"paged_decode_attention", "merge_attention_states",
+                                            "merge_attention_states_n"};
+
 void run_all(Backend backend, bool require_pass) {
   TEJAS_SEEDED_TEST_RNG();
   RunOptions o;
   o.backend = backend;
   for (const auto& c : op_checks()) {
+    const bool must_pass = require_pass && (backend != Backend::emulator || !kNoKernelYet.count(c.name));
     for (const CaseResult& r : run_op_check(c, o, seed)) {
-      if (require_pass) {
+      if (must_pass) {
         EXPECT_EQ(r.verdict, Verdict::pass) << r.op << " " << r.label << ": " << r.detail;
       } else {
         EXPECT_NE(r.verdict, Verdict::fail) << r.op << " " << r.label << ": " << r.detail;
@@ -27,5 +36,5 @@ void run_all(Backend backend, bool require_pass) {
 }  // namespace
 
 TEST(OpChecks, ReferencePasses) { run_all(Backend::reference, true); }
-TEST(OpChecks, EmulatorNeverFails) { run_all(Backend::emulator, false); }
+TEST(OpChecks, EmulatorPassesWhereKernelsExist) { run_all(Backend::emulator, true); }
 TEST(OpChecks, CudaNeverFails) { run_all(Backend::cuda, false); }

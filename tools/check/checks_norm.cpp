@@ -82,3 +82,31 @@ std::vector<Case> norm_fused_add_cases(Rng& rng) {
 }
 
 }  // namespace tejas::check
+
+namespace tejas::check {
+namespace {
+// y ~ N(0, 1) * w per group of 128; f32 or ue8m0 scales; a column-major scale view.
+Case fused_quant_case(Rng& rng, DType x, DType residual, DType scales, int64_t T, int64_t H) {
+  Case c("fused_add_rms_norm_quant_fp8_group",
+         cat(dtype_name(x), " [", T, ", ", H, "], residual ", dtype_name(residual), ", scales ", dtype_name(scales)));
+  fill_normal(c.in("x", x, {T, H}), rng);
+  fill_uniform(c.in("weight", x, {H}), rng, 0.5, 1.5);
+  fill_normal(c.inout("residual", residual, {T, H}, float_rule(residual)), rng);
+  c.out("q", DType::e4m3, {T, H}, code_rule());
+  c.out("scales", scales, {T, H / kNormQuantGroup}, scales == DType::f32 ? f32_scale_rule() : code_rule());
+  c.set_call([](const ExecContext& ctx, const Args& a) {
+    return fused_add_rms_norm_quant_fp8_group(ctx, a["x"], a["residual"], a["weight"], kEps, a["q"], a["scales"]);
+  });
+  return c;
+}
+}  // namespace
+
+std::vector<Case> norm_fused_quant_cases(Rng& rng) {
+  std::vector<Case> v;
+  v.push_back(fused_quant_case(rng, DType::bf16, DType::bf16, DType::f32, 5, 256));
+  v.push_back(fused_quant_case(rng, DType::bf16, DType::f32, DType::ue8m0, 3, 1024));
+  v.push_back(fused_quant_case(rng, DType::f16, DType::f16, DType::f32, 1, 7168));
+  return v;
+}
+
+}  // namespace tejas::check

@@ -1,5 +1,6 @@
 // rope cases: neox and gptj, full and partial rotary dims, strided heads, k absent, i32 and i64
-// positions, f32 caches and caches in q's dtype.
+// positions, f32 caches and caches in q's dtype. mrope cases: Qwen2-VL sections and sections
+// that force narrow vectors. rope_kv_cache_write cases: bf16/f16/e4m3/e5m2 caches, skipped tokens.
 #include <cmath>
 
 #include "check/op_checks.h"
@@ -7,6 +8,7 @@
 #include "tejas/rope.h"
 
 namespace tejas::check {
+
 namespace {
 constexpr double kRopeBase = 10000.0;
 constexpr int64_t kMaxPos = 64;
@@ -46,7 +48,76 @@ Case rope_case(Rng& rng, const RopeShape& s) {
   });
   return c;
 }
+
+// mrope: [3, T] positions, one section per row.
+Case mrope_case(Rng& rng, DType qk, DType cache, int64_t T, int64_t Hq, int64_t Hk, int64_t D, int64_t rotary,
+                MropeSection sec) {
+  Case c("mrope", cat(dtype_name(qk), " T=", T, " Hq=", Hq, " Hk=", Hk, " D=", D, " rotary=", rotary, " sections ",
+                      sec.temporal, "/", sec.height, "/", sec.width, " cache ", dtype_name(cache)));
+  fill_randint(c.in("positions", DType::i64, {3, T}), rng, 0, kMaxPos - 1);
+  fill_cache(c.in("cos_sin_cache", cache, {kMaxPos, rotary}), rotary);
+  fill_normal(c.inout("q", qk, {T, Hq, D}, float_rule(qk, kRopeAbs)), rng);
+  if (Hk > 0) fill_normal(c.inout("k", qk, {T, Hk, D}, float_rule(qk, kRopeAbs)), rng);
+  c.set_call([sec](const ExecContext& ctx, const Args& a) {
+    return mrope(ctx, a["positions"], a["q"], a["k"], a["cos_sin_cache"], sec);
+  });
+  return c;
+}
+
+// rope_kv_cache_write: caches start from finite values (rows of skipped tokens and unused slots
+// must keep them); every third token is skipped (slot -1); fp8 scales near max|x| / 448.
+constexpr double kKScale = 0.01, kVScale = 0.008;
+constexpr uint64_t kMaxFiniteE4m3 = 0x7E, kMaxFiniteE5m2 = 0x7B;  // largest positive finite codes
+Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t Hq, int64_t Hk, int64_t D,
+             int64_t rotary, int64_t num_blocks, int64_t block_size) {
+  Case c("rope_kv_cache_write", cat(style == RopeStyle::neox ? "neox " : "gptj ", dtype_name(qk), " T=", T, " Hq=", Hq,
+                                    " Hk=", Hk, " D=", D, " rotary=", rotary, " cache ", dtype_name(kv), " [",
+                                    num_blocks, ", ", block_size, "]"));
+  fill_randint(c.in("positions", DType::i32, {T}), rng, 0, kMaxPos - 1);
+  fill_cache(c.in("cos_sin_cache", DType::f32, {kMaxPos, rotary}), rotary);
+  fill_normal(c.inout("q", qk, {T, Hq, D}, float_rule(qk, kRopeAbs)), rng);
+  fill_normal(c.inout("k", qk, {T, Hk, D}, float_rule(qk, kRopeAbs)), rng);
+  fill_normal(c.in("v", qk, {T, Hk, D}), rng);
+  HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
+  const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;  // distinct, spread over blocks
+  for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
+  const bool fp8 = dtype_is_fp8(kv);
+  // The k rows hold rotated k: its rounding may move by the kernel's one unit, and so may the code.
+  const Rule rule = fp8 ? code_rule() : float_rule(qk, kRopeAbs);
+  for (const char* name : {"k_cache", "v_cache"}) {
+    HostTensor& t = c.inout(name, kv, {num_blocks, block_size, Hk, D}, rule);
+    if (fp8) fill_codes(t, rng, 0, kv == DType::e4m3 ? kMaxFiniteE4m3 : kMaxFiniteE5m2);  // positive finite codes
+    else fill_normal(t, rng);
+  }
+  if (fp8) {
+    c.in("k_scale", DType::f32, {1}).set_flat(0, kKScale);
+    c.in("v_scale", DType::f32, {1}).set_flat(0, kVScale);
+  }
+  c.set_call([style](const ExecContext& ctx, const Args& a) {
+    const PagedKvCache cache{a["k_cache"], a["v_cache"], a["k_scale"], a["v_scale"]};
+    return rope_kv_cache_write(ctx, a["positions"], a["q"], a["k"], a["v"], a["cos_sin_cache"], style,
+                               a["slot_mapping"], cache);
+  });
+  return c;
+}
 }  // namespace
+
+std::vector<Case> mrope_cases(Rng& rng) {
+  std::vector<Case> v;
+  v.push_back(mrope_case(rng, DType::bf16, DType::f32, 5, 4, 2, 128, 128, {16, 24, 24}));
+  v.push_back(mrope_case(rng, DType::f16, DType::f16, 3, 2, 1, 96, 64, {8, 12, 12}));
+  v.push_back(mrope_case(rng, DType::f32, DType::f32, 7, 3, 0, 32, 20, {3, 4, 3}));
+  return v;
+}
+
+std::vector<Case> rope_kv_cache_write_cases(Rng& rng) {
+  std::vector<Case> v;
+  v.push_back(kv_case(rng, RopeStyle::neox, DType::bf16, DType::bf16, 6, 4, 2, 128, 128, 4, 16));
+  v.push_back(kv_case(rng, RopeStyle::gptj, DType::f16, DType::f16, 5, 2, 1, 64, 32, 2, 8));
+  v.push_back(kv_case(rng, RopeStyle::neox, DType::bf16, DType::e4m3, 7, 4, 2, 128, 64, 3, 16));
+  v.push_back(kv_case(rng, RopeStyle::gptj, DType::bf16, DType::e5m2, 4, 3, 3, 72, 72, 2, 4));
+  return v;
+}
 
 std::vector<Case> rope_cases(Rng& rng) {
   std::vector<Case> v;

@@ -30,9 +30,14 @@ std::vector<CaseResult> run_op_check(const OpCheck& check, const RunOptions& opt
 // Family builders (one file each).
 std::vector<Case> norm_rms_cases(Rng& rng);
 std::vector<Case> norm_fused_add_cases(Rng& rng);
+std::vector<Case> norm_fused_quant_cases(Rng& rng);
 std::vector<Case> rope_cases(Rng& rng);
+std::vector<Case> mrope_cases(Rng& rng);
+std::vector<Case> rope_kv_cache_write_cases(Rng& rng);
 std::vector<Case> silu_mul_cases(Rng& rng);
 std::vector<Case> gelu_tanh_mul_cases(Rng& rng);
+std::vector<Case> silu_mul_quant_fp8_group_cases(Rng& rng);
+std::vector<Case> silu_mul_quant_mx_cases(Rng& rng);
 std::vector<Case> quant_fp8_group_cases(Rng& rng);
 std::vector<Case> dequant_fp8_group_cases(Rng& rng);
 std::vector<Case> quant_mx_cases(Rng& rng);

@@ -14,4 +14,11 @@ double clamped_swiglu(double gate, double up, double limit, double alpha);
 void silu_mul(const TensorView& x, const TensorView& out, const SiluMulOptions& options);
 void gelu_tanh_mul(const TensorView& x, const TensorView& out);
 
+// The fused ops: y = silu_mul (unrounded, clamped to x's finite range) fed to the quant
+// references (tejas/activation.h).
+void silu_mul_quant_fp8_group(const TensorView& x, const TensorView& q, const TensorView& scales,
+                              const SiluMulOptions& options);
+void silu_mul_quant_mx(MxFormat format, const TensorView& x, const TensorView& q, const TensorView& scales,
+                       const TensorView& tensor_scale, const SiluMulOptions& options);
+
 }  // namespace tejas::ref

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <string>
 
+#include "ops/norm/launch.h"
 #include "ops/norm/layout_checks.h"
 #include "ops/norm/reference.h"
 #include "runtime/validate.h"
@@ -13,6 +14,7 @@ namespace {
 
 constexpr const char* kRmsNorm = "rms_norm";
 constexpr const char* kFusedAddRmsNorm = "fused_add_rms_norm";
+constexpr const char* kFusedQuant = "fused_add_rms_norm_quant_fp8_group";
 constexpr const char* kScaleName = "out_scale.scale";
 
 std::string number(double v) {
@@ -91,26 +93,78 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
   return v.status();
 }
 
+// The validated call on the chosen kernel backend.
+Status run_kernel(const char* op, const ExecContext& ctx, Backend backend, const norm::NormArgs& args) {
+  if (backend == Backend::emulator) return norm::launch_norm_emulator(op, ctx, args);
+#if TEJAS_WITH_CUDA
+  return norm::launch_norm_cuda(op, ctx, args);
+#else
+  return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+#endif
+}
+
+Status resolve(const char* op, const ExecContext& ctx, const TensorView& x, const TensorView& residual,
+               const TensorView& weight, const TensorView& out, const TensorView& scale, Backend* backend) {
+  return detail::resolve_backend(
+      op, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &scale}}, backend);
+}
+
 Status run(const char* op, const ExecContext& ctx, const TensorView& x, const TensorView& residual, bool fused,
            const TensorView& weight, double eps, const TensorView& out, const Fp8Scale& sc) {
   TEJAS_RETURN_IF_ERROR(validate(op, x, residual, fused, weight, eps, out, sc));
   Backend backend;
-  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
-      op, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &sc.scale}},
-      &backend));
-  switch (backend) {
-    case Backend::reference:
-      return fused ? ref::fused_add_rms_norm(x, residual, weight, eps, out, sc)
-                   : ref::rms_norm(x, weight, eps, out, sc);
-    case Backend::emulator:
-    case Backend::cuda:
-      // Kernels plug in here. In debug-check mode they first run ref::check_static_fp8_scale
-      // on a static scale (copied to the host for cuda).
-      return detail::backend_unsupported(op, backend);
-    case Backend::automatic:  // resolved above; listed for -Wswitch
-      break;
+  TEJAS_RETURN_IF_ERROR(resolve(op, ctx, x, residual, weight, out, sc.scale, &backend));
+  if (backend == Backend::reference)
+    return fused ? ref::fused_add_rms_norm(x, residual, weight, eps, out, sc) : ref::rms_norm(x, weight, eps, out, sc);
+  norm::NormArgs args{x, residual, weight, out, sc.scale, eps, norm::OutKind::same};
+  if (out.dtype == DType::e4m3)
+    args.out_kind = sc.mode == Fp8ScaleMode::dynamic_per_token ? norm::OutKind::fp8_dynamic : norm::OutKind::fp8_static;
+  return run_kernel(op, ctx, backend, args);
+}
+
+Status validate_quant(const TensorView& x, const TensorView& residual, const TensorView& weight, double eps,
+                      const TensorView& q, const TensorView& scales) {
+  constexpr const char* kScales = "scales";
+  detail::Validator v(kFusedQuant);
+  v.defined(x, "x").defined(residual, "residual").defined(weight, "weight").defined(q, "q").defined(scales, kScales);
+  if (!v.ok()) return v.status();
+
+  v.dtype_in(x, "x", {DType::bf16, DType::f16, DType::f32});
+  if (x.dtype == DType::f32) v.dtype_in(weight, "weight", {DType::f32});
+  else v.dtype_in(weight, "weight", {x.dtype, DType::f32});
+  v.dtype_in(residual, "residual", {DType::bf16, DType::f16, DType::f32});
+  v.dtype_in(q, "q", {DType::e4m3}).dtype_in(scales, kScales, {DType::f32, DType::ue8m0});
+
+  v.rank(x, "x", 2).rank(residual, "residual", 2).rank(weight, "weight", 1).rank(q, "q", 2).rank(scales, kScales, 2);
+  v.dim_min(x, "x", 0, 1).dim_min(x, "x", 1, 1);
+  if (v.ok())
+    v.require(x.shape[1] % kNormQuantGroup == 0, "x: expected H a multiple of " + std::to_string(kNormQuantGroup) +
+                                                     " (the quantization group), got " + std::to_string(x.shape[1]));
+  v.same_shape(residual, "residual", x, "x").same_shape(q, "q", x, "x");
+  if (v.ok()) {
+    v.dim_eq(weight, "weight", 0, x.shape[1], "x's H");
+    v.shape(scales, kScales, {x.shape[0], x.shape[1] / kNormQuantGroup});
   }
-  return Status::Internal(std::string(op) + ": unresolved backend");
+  for (const detail::NamedTensor& nt :
+       {detail::NamedTensor{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}})
+    check_layout(v, *nt.t, nt.name);
+  v.nonnegative_strides(scales, kScales).aligned(scales, kScales, detail::element_bytes(scales));
+  v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
+  v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {kScales, &scales}});
+
+  check_distinct(v, residual, "residual");
+  check_distinct(v, q, "q");
+  check_distinct(v, scales, kScales);
+  v.no_overlap(q, "q", x, "x")
+      .no_overlap(q, "q", weight, "weight")
+      .no_overlap(q, "q", residual, "residual")
+      .no_overlap(q, "q", scales, kScales)
+      .no_overlap(residual, "residual", x, "x")
+      .no_overlap(residual, "residual", weight, "weight")
+      .no_overlap(residual, "residual", scales, kScales)
+      .no_overlap(scales, kScales, x, "x")
+      .no_overlap(scales, kScales, weight, "weight");
+  return v.status();
 }
 
 }  // namespace
@@ -123,6 +177,18 @@ Status rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& w
 Status fused_add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& residual,
                           const TensorView& weight, double eps, const TensorView& out, const Fp8Scale& out_scale) {
   return run(kFusedAddRmsNorm, ctx, x, residual, /*fused=*/true, weight, eps, out, out_scale);
+}
+
+Status fused_add_rms_norm_quant_fp8_group(const ExecContext& ctx, const TensorView& x, const TensorView& residual,
+                                          const TensorView& weight, double eps, const TensorView& q,
+                                          const TensorView& scales) {
+  TEJAS_RETURN_IF_ERROR(validate_quant(x, residual, weight, eps, q, scales));
+  Backend backend;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      kFusedQuant, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {"scales", &scales}},
+      &backend));
+  if (backend == Backend::reference) return ref::fused_add_rms_norm_quant_fp8_group(x, residual, weight, eps, q, scales);
+  return run_kernel(kFusedQuant, ctx, backend, norm::NormArgs{x, residual, weight, q, scales, eps, norm::OutKind::fp8_group});
 }
 
 }  // namespace tejas

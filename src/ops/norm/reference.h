@@ -15,4 +15,7 @@ Status rms_norm(const TensorView& x, const TensorView& weight, double eps, const
 Status fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight,
                           double eps, const TensorView& out, const Fp8Scale& out_scale);
 
+Status fused_add_rms_norm_quant_fp8_group(const TensorView& x, const TensorView& residual, const TensorView& weight,
+                                          double eps, const TensorView& q, const TensorView& scales);
+
 }  // namespace tejas::ref

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "ops/quant/checks.h"
+#include "ops/quant/launch.h"
 #include "ops/quant/reference.h"
 #include "runtime/validate.h"
 #include "tejas/quant.h"
@@ -22,6 +23,33 @@ std::string group_what(int group_size) { return "group_size (" + std::to_string(
 std::string block_what(MxFormat f) {
   return std::string("the ") + mx_format_name(f) + " block size (" + std::to_string(mx_block_size(f)) + ")";
 }
+
+using quant_kernel::ScaleRule;
+
+// The kernel backends (emulator, cuda); `ts` is tensor_scale (absent unless nvfp4).
+Status run_quant_kernels(const char* op, const ExecContext& ctx, Backend b, const TensorView& x, const TensorView& q,
+                         const TensorView& scales, const TensorView& ts, int64_t group, ScaleRule rule) {
+  const quant_kernel::QuantPlan plan = quant_kernel::plan_quant(x, q, scales, ts, group, rule);
+  if (b == Backend::emulator) return quant_kernel::run_quant_emu(op, ctx, plan);
+#if TEJAS_WITH_CUDA
+  return quant_kernel::run_quant_cuda(op, ctx, plan, ts.defined() && detail::debug_checks_enabled(ctx));
+#else
+  return detail::backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+#endif
+}
+
+Status run_dequant_kernels(const char* op, const ExecContext& ctx, Backend b, const TensorView& q,
+                           const TensorView& scales, const TensorView& ts, const TensorView& out, int64_t group) {
+  const quant_kernel::DequantPlan plan = quant_kernel::plan_dequant(q, scales, ts, out, group);
+  if (b == Backend::emulator) return quant_kernel::run_dequant_emu(op, ctx, plan);
+#if TEJAS_WITH_CUDA
+  return quant_kernel::run_dequant_cuda(op, ctx, plan, ts.defined() && detail::debug_checks_enabled(ctx));
+#else
+  return detail::backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+#endif
+}
+
+ScaleRule mx_rule(MxFormat f) { return f == MxFormat::nvfp4 ? ScaleRule::nvfp4 : ScaleRule::mx; }
 
 DType mx_code_dtype(MxFormat f) { return f == MxFormat::mxfp8 ? DType::e4m3 : DType::e2m1; }
 DType mx_scale_dtype(MxFormat f) { return f == MxFormat::nvfp4 ? DType::e4m3 : DType::ue8m0; }
@@ -71,7 +99,10 @@ Status quant_fp8_group(const ExecContext& ctx, const TensorView& x, const Tensor
   TEJAS_RETURN_IF_ERROR(v.status());
   Backend b;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(kOp, ctx, {{"x", &x}, {"q", &q}, {"scales", &scales}}, &b));
-  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  if (b != Backend::reference) {
+    const ScaleRule rule = scales.dtype == DType::f32 ? ScaleRule::fp8_f32 : ScaleRule::fp8_ue8m0;
+    return run_quant_kernels(kOp, ctx, b, x, q, scales, TensorView{}, group_size, rule);
+  }
   ref::quant_fp8_group(x, q, scales, group_size);
   return Status::Ok();
 }
@@ -92,7 +123,7 @@ Status dequant_fp8_group(const ExecContext& ctx, const TensorView& q, const Tens
   TEJAS_RETURN_IF_ERROR(v.status());
   Backend b;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(kOp, ctx, {{"q", &q}, {"scales", &scales}, {"out", &out}}, &b));
-  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  if (b != Backend::reference) return run_dequant_kernels(kOp, ctx, b, q, scales, TensorView{}, out, group_size);
   ref::dequant_fp8_group(q, scales, out, group_size);
   return Status::Ok();
 }
@@ -117,7 +148,8 @@ Status quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, co
   Backend b;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kOp, ctx, {{"x", &x}, {"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}}, &b));
-  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  if (b != Backend::reference)
+    return run_quant_kernels(kOp, ctx, b, x, q, scales, tensor_scale, mx_block_size(format), mx_rule(format));
   ref::quant_mx(format, x, q, scales, tensor_scale);
   return Status::Ok();
 }
@@ -141,7 +173,8 @@ Status dequant_mx(const ExecContext& ctx, MxFormat format, const TensorView& q, 
   Backend b;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kOp, ctx, {{"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}, {"out", &out}}, &b));
-  if (b != Backend::reference) return detail::backend_unsupported(kOp, b);
+  if (b != Backend::reference)
+    return run_dequant_kernels(kOp, ctx, b, q, scales, tensor_scale, out, mx_block_size(format));
   ref::dequant_mx(format, q, scales, tensor_scale, out);
   return Status::Ok();
 }

@@ -1,7 +1,9 @@
-// Public entry point of rotary embedding: validation, backend choice, dispatch.
+// Public entry points of rope and mrope: validation, backend choice, dispatch.
 #include <string>
+#include <vector>
 
-#include "ops/norm/layout_checks.h"
+#include "ops/rope/checks.h"
+#include "ops/rope/plan.h"
 #include "ops/rope/reference.h"
 #include "runtime/validate.h"
 #include "tejas/rope.h"
@@ -9,80 +11,94 @@
 namespace tejas {
 namespace {
 
-constexpr const char* kOp = "rope";
-constexpr const char* kCache = "cos_sin_cache";
+constexpr const char* kRope = "rope";
+constexpr const char* kMrope = "mrope";
+constexpr int64_t kMropeRows = rotary::kNumSections;
 
-void check_layout(detail::Validator& v, const TensorView& t, const char* name) {
-  v.nonnegative_strides(t, name).inner_contiguous(t, name).aligned(t, name, detail::element_bytes(t));
-}
-
-Status validate(const TensorView& positions, const TensorView& q, const TensorView& k, const TensorView& cache,
-                RopeStyle style) {
-  detail::Validator v(kOp);
-  v.defined(positions, "positions").defined(q, "q").defined(cache, kCache);
+Status validate_rope(const TensorView& positions, const TensorView& q, const TensorView& k, const TensorView& cache,
+                     RopeStyle style) {
+  detail::Validator v(kRope);
+  v.defined(positions, "positions").defined(q, "q").defined(cache, rotary::kCacheName);
   if (k.data != nullptr) v.defined(k, "k");  // k is optional; when given, sizes must be sane
   if (!v.ok()) return v.status();
-
   v.dtype_in(positions, "positions", {DType::i32, DType::i64});
-  v.dtype_in(q, "q", {DType::bf16, DType::f16, DType::f32});
-  v.same_dtype(k, "k", q, "q");
-  if (q.dtype == DType::f32) v.dtype_in(cache, kCache, {DType::f32});
-  else v.dtype_in(cache, kCache, {DType::f32, q.dtype});
-
-  v.rank(positions, "positions", 1).rank(q, "q", 3).rank(k, "k", 3).rank(cache, kCache, 2);
-  v.dim_min(positions, "positions", 0, 1);
+  v.rank(positions, "positions", 1).dim_min(positions, "positions", 0, 1);
   if (!v.ok()) return v.status();
-  const int64_t T = positions.shape[0], D = q.shape[2];
-  v.dim_eq(q, "q", 0, T, "positions' T").dim_min(q, "q", 1, 1);
-  v.dim_eq(k, "k", 0, T, "positions' T").dim_min(k, "k", 1, 1).dim_eq(k, "k", 2, D, "q's head dim");
-  v.dim_min(cache, kCache, 0, 1);
-  const int64_t rotary_dim = cache.shape[1];
-  v.require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= D,
-            std::string(kCache) + ": expected an even rotary_dim (dim 1) in [2, " + std::to_string(D) +
-                "] (q's head dim), got " + std::to_string(rotary_dim));
-  for (const detail::NamedTensor& nt :
-       {detail::NamedTensor{"positions", &positions}, {"q", &q}, {"k", &k}, {kCache, &cache}})
-    check_layout(v, *nt.t, nt.name);
+  rotary::check_qk_cache(v, positions.shape[0], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
   v.require(style == RopeStyle::neox || style == RopeStyle::gptj,
             "style: expected neox or gptj, got " + std::to_string(static_cast<int>(style)));
-  v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {kCache, &cache}});
-
-  for (const detail::NamedTensor& nt : {detail::NamedTensor{"q", &q}, {"k", &k}})
-    if (nt.t->defined())
-      v.require(detail::elements_distinct(*nt.t), std::string(nt.name) +
-                                                      ": expected an output whose elements do not overlap each "
-                                                      "other, got " + nt.t->describe());
-  v.no_overlap(q, "q", k, "k")
-      .no_overlap(q, "q", positions, "positions")
-      .no_overlap(q, "q", cache, kCache)
-      .no_overlap(k, "k", positions, "positions")
-      .no_overlap(k, "k", cache, kCache);
+  v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cache}});
   return v.status();
+}
+
+Status validate_mrope(const TensorView& positions, const TensorView& q, const TensorView& k, const TensorView& cache,
+                      const MropeSection& s) {
+  detail::Validator v(kMrope);
+  v.defined(positions, "positions").defined(q, "q").defined(cache, rotary::kCacheName);
+  if (k.data != nullptr) v.defined(k, "k");
+  if (!v.ok()) return v.status();
+  v.dtype_in(positions, "positions", {DType::i32, DType::i64});
+  v.rank(positions, "positions", 2)
+      .dim_eq(positions, "positions", 0, kMropeRows, "temporal, height, width")
+      .dim_min(positions, "positions", 1, 1);
+  if (!v.ok()) return v.status();
+  rotary::check_qk_cache(v, positions.shape[1], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
+  if (!v.ok()) return v.status();
+  const int64_t half = cache.shape[1] / 2;
+  v.require(s.temporal >= 0 && s.height >= 0 && s.width >= 0 && s.temporal + s.height + s.width == half,
+            "section: expected three sizes >= 0 summing to rotary_dim / 2 = " + std::to_string(half) + ", got {" +
+                std::to_string(s.temporal) + ", " + std::to_string(s.height) + ", " + std::to_string(s.width) + "}");
+  v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cache}});
+  return v.status();
+}
+
+// Kernel backends: positions checked in debug-check mode, then the kernel.
+Status run_kernels(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
+  if (detail::debug_checks_enabled(ctx)) {
+    std::vector<uint8_t> storage;
+    TensorView host;
+    TEJAS_RETURN_IF_ERROR(rotary::host_view(op, ctx, backend, a.positions, &storage, &host));
+    TEJAS_RETURN_IF_ERROR(ref::check_rope_positions(op, host, a.cos_sin.shape[0]));
+  }
+  return rotary::run_kernel_backend(op, ctx, backend, a);
 }
 
 }  // namespace
 
 Status rope(const ExecContext& ctx, const TensorView& positions, const TensorView& q, const TensorView& k,
             const TensorView& cos_sin_cache, RopeStyle style) {
-  TEJAS_RETURN_IF_ERROR(validate(positions, q, k, cos_sin_cache, style));
+  TEJAS_RETURN_IF_ERROR(validate_rope(positions, q, k, cos_sin_cache, style));
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
-      kOp, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {kCache, &cos_sin_cache}}, &backend));
-  switch (backend) {
-    case Backend::reference:
-      return ref::rope(positions, q, k, cos_sin_cache, style);  // checks positions always
-    case Backend::emulator:
-      // Host tensors: the debug-check mode can read positions directly.
-      if (detail::debug_checks_enabled(ctx))
-        TEJAS_RETURN_IF_ERROR(ref::check_rope_positions(positions, cos_sin_cache.shape[0]));
-      return detail::backend_unsupported(kOp, backend);
-    case Backend::cuda:
-      // Kernels plug in here; in debug-check mode positions are copied to the host and checked.
-      return detail::backend_unsupported(kOp, backend);
-    case Backend::automatic:  // resolved above; listed for -Wswitch
-      break;
-  }
-  return Status::Internal(std::string(kOp) + ": unresolved backend");
+      kRope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
+  if (backend == Backend::reference) return ref::rope(positions, q, k, cos_sin_cache, style);  // checks positions
+  rotary::RopeArgs a;
+  a.positions = positions;
+  a.q = q;
+  a.k = k;
+  a.cos_sin = cos_sin_cache;
+  a.style = style;
+  return run_kernels(kRope, ctx, backend, a);
+}
+
+Status mrope(const ExecContext& ctx, const TensorView& positions, const TensorView& q, const TensorView& k,
+             const TensorView& cos_sin_cache, const MropeSection& section) {
+  TEJAS_RETURN_IF_ERROR(validate_mrope(positions, q, k, cos_sin_cache, section));
+  Backend backend;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      kMrope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
+  if (backend == Backend::reference) return ref::mrope(positions, q, k, cos_sin_cache, section);
+  rotary::RopeArgs a;
+  a.positions = positions;
+  a.q = q;
+  a.k = k;
+  a.cos_sin = cos_sin_cache;
+  a.style = RopeStyle::neox;
+  a.mrope = true;
+  a.sections[0] = section.temporal;
+  a.sections[1] = section.height;
+  a.sections[2] = section.width;
+  return run_kernels(kMrope, ctx, backend, a);
 }
 
 }  // namespace tejas

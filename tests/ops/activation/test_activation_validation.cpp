@@ -101,7 +101,7 @@ const std::vector<Rule>& rules() {
       {"AlphaNaN", kSilu, [kNaN](Args& a, Buffers&) { clamp_with(a, 7.0, kNaN); }, "options.alpha: expected a finite value > 0"},
       {"OutOnOtherDevice", kBoth, [](Args& a, Buffers&) { a.out.device = Device::cuda; }, "out: expected device cpu"},
       {"OutSelfOverlap", kBoth, [](Args& a, Buffers&) { a.out.stride[0] = F - 1; },
-       "out: expected an output whose elements do not overlap"},
+       "out: expected every element at its own address"},
       {"OutOverGate", kBoth, [](Args& a, Buffers&) { a.out.data = a.x.data; a.out.stride[0] = 2 * F; },
        "out: expected no overlap with x"},
       {"OutOverUp", kBoth,

@@ -1,8 +1,12 @@
-// Shared by the rope tests: a cos/sin cache built in long double, and the reference context.
+// Shared by the rope tests: a cos/sin cache built in long double, backend contexts, views at odd
+// offsets, the kernel tolerances and the emulator counters of the last call.
 #pragma once
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "check/host_tensor.h"
+#include "ops/common/ref_numeric.h"
 #include "tejas/context.h"
 
 namespace tejas::ropetest {
@@ -22,10 +26,56 @@ inline check::HostTensor make_cache(int64_t max_pos, int64_t rotary_dim, DType d
   return cache;
 }
 
-inline ExecContext reference_ctx() {
+inline ExecContext backend_ctx(Backend b) {
   ExecContext ctx;
-  ctx.backend = Backend::reference;
+  ctx.backend = b;
   return ctx;
+}
+inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
+
+// Kernel results against the reference (which rounds the float64 rotation once):
+// the kernels compute a*c - b*s in f32 with one fused multiply-add after one rounded product,
+// an absolute error below 2^-23 (|a| + |b|) (|c|, |s| <= 1). Rounding that f32 value to bf16/f16
+// lands at most one unit from the correctly rounded result unless cancellation makes the result
+// smaller than that error, hence ulps = 1 or abs = 2^-23 * max(|a| + |b|). f32 outputs: the same
+// absolute bound plus 2^-23 relative (the final rounding to f32 itself).
+inline check::Tolerance kernel_tolerance(DType t, double max_pair_sum) {
+  constexpr double kF32Eps = 0x1p-23;
+  check::Tolerance tol;
+  tol.abs = kF32Eps * max_pair_sum;
+  if (t == DType::f32) tol.rel = kF32Eps;
+  else tol.ulps = 1;
+  return tol;
+}
+
+// Bounds |a| + |b| of any pair of x: 2 max |x|.
+inline double max_pair_sum(const check::HostTensor& x) {
+  double m = 0;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (std::isfinite(x.get_flat(i))) m = std::fmax(m, std::fabs(x.get_flat(i)));
+  return 2 * m;
+}
+
+// A HostTensor holding a copy of any host view's elements (for comparing views at odd offsets).
+inline check::HostTensor gather(const TensorView& v) {
+  std::vector<int64_t> shape(v.shape, v.shape + v.ndim);
+  check::HostTensor out(v.dtype, shape);
+  std::vector<int64_t> idx(static_cast<size_t>(v.ndim), 0);
+  for (int64_t flat = 0; flat < out.numel(); ++flat) {
+    int64_t rem = flat;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+      idx[static_cast<size_t>(d)] = rem % v.shape[d];
+      rem /= v.shape[d];
+    }
+    out.set_bits_flat(flat, ref::load_bits(v, idx.data()));
+  }
+  return out;
+}
+
+// A view of `shape` (row-major) whose data starts `offset_elems` elements into `buffer`.
+inline TensorView view_at(check::HostTensor& buffer, int64_t offset_elems, std::initializer_list<int64_t> shape) {
+  auto* base = static_cast<char*>(buffer.view().data) + offset_elems * dtype_bits(buffer.dtype()) / 8;
+  return TensorView::contiguous(base, buffer.dtype(), shape);
 }
 
 }  // namespace tejas::ropetest

@@ -1,0 +1,100 @@
+// Kernel configs of the gated activations: pure functions from the problem (shape, dtype, the
+// byte alignment of every row start) to the launch shape. Unit-tested in
+// tests/ops/activation/test_activation_config.cpp; printed when TEJAS_PRINT_CONFIG=1.
+//
+// Thread mapping (both kernels): a block is `threads` threads = rows_per_block rows x
+// threads_per_row lanes. A lane owns one chunk of a row (`vec` elements of gate, the same of up)
+// per step and strides over the row's chunks by threads_per_row * grid_y.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tejas/norm.h"  // kFp8MinAmax, kE4m3Max
+
+namespace tejas::act {
+
+enum class Act : uint8_t { silu, gelu_tanh };
+
+// Options of silu_mul in f32; `clamped` selects gpt-oss's clamped SwiGLU.
+struct ActOptions {
+  bool clamped = false;
+  float limit = 7.0f;
+  float alpha = 1.702f;
+};
+
+// What the fused quant kernel writes: fp8 group scales as f32 or ue8m0, or an fp4 format.
+enum class QuantKind : uint8_t { fp8_f32, fp8_ue8m0, mxfp4, nvfp4 };
+
+inline constexpr int kFp8Group = 128;
+inline constexpr int kMxfp4Block = 32;
+inline constexpr int kNvfp4Block = 16;
+constexpr int quant_group(QuantKind k) {
+  return k == QuantKind::mxfp4 ? kMxfp4Block : (k == QuantKind::nvfp4 ? kNvfp4Block : kFp8Group);
+}
+
+// f32(kFp8MinAmax / 448): the smallest dynamic fp8 scale (rounded once, as the reference does).
+inline constexpr float kFp8MinScale = static_cast<float>(kFp8MinAmax / kE4m3Max);
+
+inline constexpr int kThreads = 256;          // 8 warps: full occupancy at <= 32 registers
+inline constexpr int kMaxVecBytes = 16;       // one ld.global.v4.u32 per lane
+inline constexpr int64_t kMaxGridY = 65535;   // CUDA's limit on gridDim.y
+inline constexpr int kQuantElems = 8;         // fused quant kernels: elements per lane (16 B of bf16/f16)
+
+// The byte offsets that decide how wide the accesses may be: every row start of x, of up (x row
+// + F elements) and of every output must be a multiple of the access width.
+struct Alignment {
+  uint64_t x_addr = 0, x_row_stride_bytes = 0, up_offset_bytes = 0;
+  uint64_t out_addr = 0, out_row_stride_bytes = 0;
+};
+
+// Largest power of two <= max_bytes that divides every value of `a` (at least 1).
+int common_alignment(const Alignment& a, int max_bytes);
+
+// ---- silu_mul / gelu_tanh_mul -----------------------------------------------------------------
+struct GatedProblem {
+  int elem_bytes = 2;  // 2 (bf16, f16) or 4 (f32)
+  int64_t T = 1, F = 1;
+  Alignment align;
+};
+
+struct GatedConfig {
+  int vec_bytes = 2;         // access width: 16, 8 or elem_bytes (curated instantiations)
+  int vec = 1;               // elements per access (F is a multiple of it)
+  int threads = kThreads;
+  int threads_per_row = 1;   // power of two
+  int rows_per_block = 1;    // threads / threads_per_row
+  int64_t grid_x = 1;        // row blocks: ceil(T / rows_per_block)
+  int64_t grid_y = 1;        // column blocks (<= kMaxGridY; lanes loop beyond)
+  std::string to_string() const;
+};
+
+GatedConfig make_gated_config(const GatedProblem& p);
+
+// ---- silu_mul_quant_fp8_group / silu_mul_quant_mx ------------------------------------------------
+// x is bf16/f16; a lane owns kQuantElems consecutive elements, so a quantization group of
+// `group` elements spans group / kQuantElems lanes (16, 4 or 2) that reduce their amax by
+// shuffles. Vectorized path: x rows 16-byte aligned (q rows aligned to the q bytes of a lane);
+// otherwise element-wide loads and byte stores.
+struct QuantProblem {
+  int64_t T = 1, F = 128;
+  int group = 128;          // 128 (fp8 group), 32 (mxfp4), 16 (nvfp4)
+  int q_bits = 8;           // 8 (e4m3) or 4 (e2m1)
+  Alignment align;          // out_*: q's row starts
+};
+
+struct QuantConfig {
+  bool vectorized = false;
+  int lanes_per_group = 16;  // group / kQuantElems
+  int threads = kThreads;
+  int threads_per_row = 16;  // power of two, a multiple of lanes_per_group
+  int rows_per_block = 16;
+  int64_t grid_x = 1, grid_y = 1;
+  std::string to_string() const;
+};
+
+QuantConfig make_quant_config(const QuantProblem& p);
+
+// TEJAS_PRINT_CONFIG=1: prints "<op>: <config>" to stderr.
+void maybe_print_config(const char* op, const std::string& config);
+
+}  // namespace tejas::act

@@ -1,0 +1,29 @@
+// CUDA backend of the activation ops: the curated instantiations of launch_common.h launched on
+// ctx.stream; launch errors come back as Status (no synchronization).
+#include <cuda_runtime.h>
+
+#include "ops/activation/launch_common.h"
+#include "ops/common/cuda_check.h"
+
+namespace tejas::act {
+
+Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const TensorView& x,
+                         const TensorView& out, const ActOptions& o) {
+  const GatedConfig c = gated_config(x, out);
+  maybe_print_config(op, c.to_string());
+  const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
+  gated_kernel_for(act, x.dtype, c.vec_bytes)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      gated_params(x, out, o, c));
+  return detail::cuda_launch_status(op);
+}
+
+Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const QuantArgs& a) {
+  const QuantConfig c = quant_config(a);
+  maybe_print_config(op, c.to_string());
+  const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
+  quant_kernel_for(a.x->dtype, c.vectorized)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      quant_params(a, c));
+  return detail::cuda_launch_status(op);
+}
+
+}  // namespace tejas::act

@@ -1,0 +1,91 @@
+// Host-side pieces shared by launch.cu and launch_emu.cpp: problem -> config -> kernel params,
+// and the curated instantiations (one table, so both backends run the same kernels).
+#pragma once
+#include <cstdint>
+
+#include "ops/activation/config.h"
+#include "ops/activation/kernel.cuh"
+#include "ops/activation/launch.h"
+#include "ops/activation/quant_kernel.cuh"
+
+namespace tejas::act {
+inline namespace TEJAS_BUILD_NS {
+
+inline uint64_t addr_of(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
+  GatedProblem p;
+  p.elem_bytes = static_cast<int>(dtype_bytes(x.dtype, 1));
+  p.T = out.shape[0];
+  p.F = out.shape[1];
+  p.align.x_addr = addr_of(x.data);
+  p.align.x_row_stride_bytes = static_cast<uint64_t>(x.stride[0] * p.elem_bytes);
+  p.align.up_offset_bytes = static_cast<uint64_t>(p.F * p.elem_bytes);
+  p.align.out_addr = addr_of(out.data);
+  p.align.out_row_stride_bytes = static_cast<uint64_t>(out.stride[0] * p.elem_bytes);
+  return make_gated_config(p);
+}
+
+inline GatedParams gated_params(const TensorView& x, const TensorView& out, const ActOptions& o,
+                                const GatedConfig& c) {
+  return GatedParams{x.data, out.data, out.shape[0], out.shape[1], x.stride[0], out.stride[0], c.threads_per_row, o};
+}
+
+using GatedKernel = void (*)(GatedParams);
+
+template <class S, Act kAct>
+GatedKernel gated_kernel_by_width(int vec_bytes) {
+  if (vec_bytes == kMaxVecBytes) return gated_kernel<S, kMaxVecBytes, kAct>;
+  if (vec_bytes == 8) return gated_kernel<S, 8, kAct>;
+  return gated_kernel<S, sizeof(typename S::Bits), kAct>;
+}
+
+template <Act kAct>
+GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes) {
+  if (t == DType::bf16) return gated_kernel_by_width<Bf16, kAct>(vec_bytes);
+  if (t == DType::f16) return gated_kernel_by_width<F16, kAct>(vec_bytes);
+  return gated_kernel_by_width<F32, kAct>(vec_bytes);
+}
+
+inline GatedKernel gated_kernel_for(Act act, DType t, int vec_bytes) {
+  return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, vec_bytes)
+                          : gated_kernel_by_dtype<Act::gelu_tanh>(t, vec_bytes);
+}
+
+// ---- fused quant ------------------------------------------------------------------------------
+inline QuantConfig quant_config(const QuantArgs& a) {
+  const TensorView &x = *a.x, &q = *a.q;
+  constexpr int kElemBytes = 2;  // bf16 / f16
+  QuantProblem p;
+  p.T = q.shape[0];
+  p.F = q.shape[1];
+  p.group = quant_group(a.kind);
+  p.q_bits = dtype_bits(q.dtype);
+  p.align.x_addr = addr_of(x.data);
+  p.align.x_row_stride_bytes = static_cast<uint64_t>(x.stride[0] * kElemBytes);
+  p.align.up_offset_bytes = static_cast<uint64_t>(p.F * kElemBytes);
+  p.align.out_addr = addr_of(q.data);
+  p.align.out_row_stride_bytes = static_cast<uint64_t>(dtype_bytes(q.dtype, q.stride[0]));
+  return make_quant_config(p);
+}
+
+inline QuantParams quant_params(const QuantArgs& a, const QuantConfig& c) {
+  const TensorView &x = *a.x, &q = *a.q, &s = *a.scales;
+  const float* ts = a.tensor_scale && a.tensor_scale->defined() ? static_cast<const float*>(a.tensor_scale->data)
+                                                                 : nullptr;
+  return QuantParams{x.data,      q.data,      s.data,
+                     ts,          q.shape[0],  q.shape[1],
+                     x.stride[0], dtype_bytes(q.dtype, q.stride[0]), s.stride[0],
+                     c.threads_per_row, c.lanes_per_group, a.kind,
+                     a.options};
+}
+
+using QuantKernel = void (*)(QuantParams);
+
+inline QuantKernel quant_kernel_for(DType x_dtype, bool vectorized) {
+  if (x_dtype == DType::bf16) return vectorized ? silu_quant_kernel<Bf16, true> : silu_quant_kernel<Bf16, false>;
+  return vectorized ? silu_quant_kernel<F16, true> : silu_quant_kernel<F16, false>;
+}
+
+}  // namespace TEJAS_BUILD_NS
+}  // namespace tejas::act

@@ -1,0 +1,190 @@
+// silu_mul_quant_fp8_group / silu_mul_quant_mx kernel: y = silu_mul(x) in f32 registers,
+// clamped to x's largest finite value, then quantized per group with the rules of
+// quant_fp8_group / quant_mx (tejas/quant.h). A lane owns kQuantElems consecutive elements of
+// a row (one 16-byte load of gate, one of up); the group's lanes (group / kQuantElems,
+// aligned within the warp) reduce their amax with xor shuffles, so the row's values stay in
+// registers between the reduction and the quantized store: x is read once, q and scales are
+// written once.
+#pragma once
+#include <cstring>
+
+#include "device/prelude.h"
+#include "device/ptx/ld_st.h"
+#include "device/reduce.cuh"
+#include "ops/activation/act_math.cuh"
+#include "ops/activation/config.h"
+
+namespace tejas::act {
+inline namespace TEJAS_BUILD_NS {
+
+inline constexpr float kE4m3MaxF = 448.0f;
+inline constexpr float kE2m1MaxF = 6.0f;
+inline constexpr int kE2m1Emax = 2;           // floor(log2(6)): OCP emax of e2m1
+inline constexpr int kF32ExpShift = 23;       // f32 exponent field position
+inline constexpr uint32_t kF32ExpMask = 0xFF;
+inline constexpr int kTwiceBias = 254;        // 2^-e has biased exponent 127 + 127 - code
+inline constexpr uint8_t kUe8m0NaN = 0xFF;
+inline constexpr uint8_t kE4m3NaN = 0x7F;
+inline constexpr uint8_t kE2m1NaNPair = 0x77;  // two +6 codes: e2m1 has no NaN (tejas/quant.h)
+inline constexpr uint32_t kF32QuietNaN = 0x7FC00000u;
+
+struct QuantParams {
+  const void* x;              // [T, 2F] bf16/f16 (gate | up), row stride x_stride elements
+  void* q;                    // [T, F] e4m3 bytes or e2m1 nibble pairs; row stride q_stride_bytes
+  void* scales;               // [T, F / group] f32, ue8m0 or e4m3; row stride scale_stride elements
+  const float* tensor_scale;  // [1] nvfp4 only; null otherwise
+  int64_t T, F;
+  int64_t x_stride, q_stride_bytes, scale_stride;
+  int threads_per_row;        // power of two, a multiple of lanes_per_group
+  int lanes_per_group;        // group / kQuantElems: 16, 4 or 2
+  QuantKind kind;
+  ActOptions options;
+};
+
+// NaN-propagating max (fmaxf would drop NaN).
+__device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+
+// Loads kQuantElems gate and up values of one lane.
+template <class S, bool kVec>
+__device__ __forceinline__ void load_lane(const typename S::Bits* gate, const typename S::Bits* up, float (&g)[kQuantElems],
+                                          float (&u)[kQuantElems]) {
+  using Bits = typename S::Bits;
+  Bits gb[kQuantElems], ub[kQuantElems];
+  if constexpr (kVec) {
+    static_assert(sizeof(gb) == sizeof(uint4), "one 16-byte access per lane");
+    const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate));
+    const uint4 uv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(up));
+    memcpy(gb, &gv, sizeof(gv));
+    memcpy(ub, &uv, sizeof(uv));
+  } else {
+    for (int i = 0; i < kQuantElems; ++i) gb[i] = ptx::ld_global_nc(gate + i);
+    for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i);
+  }
+  for (int i = 0; i < kQuantElems; ++i) {
+    g[i] = S::load(gb[i]);
+    u[i] = S::load(ub[i]);
+  }
+}
+
+// Stores kBytes code bytes of one lane.
+template <int kBytes, bool kVec>
+__device__ __forceinline__ void store_codes(uint8_t* dst, const uint8_t (&codes)[kBytes]) {
+  if constexpr (kVec) {
+    using V = typename AccessType<kBytes>::type;
+    V v;
+    memcpy(&v, codes, kBytes);
+    ptx::st_global_cs(reinterpret_cast<V*>(dst), v);
+  } else {
+    for (int i = 0; i < kBytes; ++i) ptx::st_global_cs(dst + i, codes[i]);
+  }
+}
+
+// The group's scale (stored by its first lane) and this lane's codes, fp8 group rules.
+template <bool kVec>
+__device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (&y)[kQuantElems], float amax,
+                                             uint8_t* q, void* scale_slot, bool writes_scale) {
+  uint8_t codes[kQuantElems];
+  if (amax != amax) {
+    for (int i = 0; i < kQuantElems; ++i) codes[i] = kE4m3NaN;
+    if (writes_scale) {
+      if (p.kind == QuantKind::fp8_f32) ptx::st_global(static_cast<float*>(scale_slot), __uint_as_float(kF32QuietNaN));
+      else ptx::st_global(static_cast<uint8_t*>(scale_slot), uint8_t{kUe8m0NaN});  // a copy: no ODR-use on device
+    }
+  } else {
+    // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)).
+    float s = fmaxf(amax / kE4m3MaxF, kFp8MinScale);
+    if (p.kind == QuantKind::fp8_ue8m0) {
+      const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
+      s = num::ue8m0_to_f32(code);
+      if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code);
+    } else if (writes_scale) {
+      ptx::st_global(static_cast<float*>(scale_slot), s);
+    }
+    for (int i = 0; i < kQuantElems; i += 2) {
+      const uint16_t pair = num::f32x2_to_e4m3x2(y[i] / s, y[i + 1] / s);
+      codes[i] = static_cast<uint8_t>(pair);
+      codes[i + 1] = static_cast<uint8_t>(pair >> 8);
+    }
+  }
+  store_codes<kQuantElems, kVec>(q, codes);
+}
+
+// The block's scale and this lane's e2m1 codes, mxfp4 / nvfp4 rules.
+template <bool kVec>
+__device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (&y)[kQuantElems], float amax,
+                                             uint8_t* q, uint8_t* scale_slot, bool writes_scale) {
+  constexpr int kBytes = kQuantElems / 2;
+  uint8_t codes[kBytes];
+  uint8_t scale_code;
+  float divisor = 0.0f;  // 0: every code of the block is +0
+  if (amax != amax) {
+    scale_code = p.kind == QuantKind::mxfp4 ? kUe8m0NaN : kE4m3NaN;
+  } else if (p.kind == QuantKind::mxfp4) {
+    // X = 2^(floor(log2 amax) - 2), exponent clamped at -127: code = max(biased exp - 2, 0)
+    // (subnormal or zero amax has biased exponent 0). X = 1 / 2^-e (2^-127 is an f32
+    // subnormal); y / X is exact.
+    const int biased = static_cast<int>((__float_as_uint(amax) >> kF32ExpShift) & kF32ExpMask);
+    scale_code = static_cast<uint8_t>(biased > kE2m1Emax ? biased - kE2m1Emax : 0);
+    divisor = 1.0f / __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
+  } else {
+    const float ts = ptx::ld_global_nc(p.tensor_scale);
+    scale_code = num::f32_to_e4m3(amax / (kE2m1MaxF * ts));
+    divisor = num::e4m3_to_f32(scale_code) * ts;
+  }
+  if (amax != amax) {
+    for (int i = 0; i < kBytes; ++i) codes[i] = kE2m1NaNPair;
+  } else {
+    for (int i = 0; i < kBytes; ++i)
+      codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] / divisor, y[2 * i + 1] / divisor);
+  }
+  if (writes_scale) ptx::st_global(scale_slot, scale_code);
+  store_codes<kBytes, kVec>(q, codes);
+}
+
+// S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h).
+template <class S, bool kVec>
+__global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
+  using Bits = typename S::Bits;
+  const int lane = static_cast<int>(threadIdx.x) & (p.threads_per_row - 1);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / p.threads_per_row) +
+                      threadIdx.x / p.threads_per_row;
+  const bool row_active = row < p.T;
+  const bool fp4 = p.kind == QuantKind::mxfp4 || p.kind == QuantKind::nvfp4;
+  const int64_t chunks = p.F / kQuantElems;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * p.threads_per_row;
+  // Every lane of the block runs the same iterations (the shuffles need the whole warp);
+  // lanes past the row's end or the last row only skip the memory accesses.
+  for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * p.threads_per_row; c0 < chunks; c0 += step) {
+    const int64_t c = c0 + lane;
+    const bool active = row_active && c < chunks;
+    float y[kQuantElems];
+    float amax = 0.0f;
+    if (active) {
+      const Bits* gate = static_cast<const Bits*>(p.x) + row * p.x_stride + c * kQuantElems;
+      float g[kQuantElems], u[kQuantElems];
+      load_lane<S, kVec>(gate, gate + p.F, g, u);
+      for (int i = 0; i < kQuantElems; ++i) {
+        const float v = gated<Act::silu>(g[i], u[i], p.options);
+        // Beyond x's range (Inf included) counts as x's largest finite value (quant rules).
+        y[i] = fabsf(v) > S::kMaxFinite ? copysignf(S::kMaxFinite, v) : v;
+        amax = max_nan(amax, fabsf(y[i]));
+      }
+    }
+    for (int offset = p.lanes_per_group / 2; offset > 0; offset >>= 1)
+      amax = max_nan(amax, __shfl_xor_sync(dev::kFullWarpMask, amax, offset));
+    if (!active) continue;
+    const int64_t group = c / p.lanes_per_group;
+    const bool writes_scale = c % p.lanes_per_group == 0;
+    uint8_t* q = static_cast<uint8_t*>(p.q) + row * p.q_stride_bytes + c * (fp4 ? kQuantElems / 2 : kQuantElems);
+    if (fp4) {
+      quantize_fp4<kVec>(p, y, amax, q, static_cast<uint8_t*>(p.scales) + row * p.scale_stride + group, writes_scale);
+    } else {
+      const int scale_bytes = p.kind == QuantKind::fp8_f32 ? 4 : 1;
+      void* slot = static_cast<uint8_t*>(p.scales) + (row * p.scale_stride + group) * scale_bytes;
+      quantize_fp8<kVec>(p, y, amax, q, slot, writes_scale);
+    }
+  }
+}
+
+}  // namespace TEJAS_BUILD_NS
+}  // namespace tejas::act

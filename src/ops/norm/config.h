@@ -1,0 +1,115 @@
+// Launch configuration of the RMSNorm family: a pure function of the problem (shape, dtypes,
+// byte alignment of every row), unit-tested in tests/ops/norm/test_norm_config.cpp.
+//
+// The row lives in registers between the sum of squares and the scaled write: each thread holds
+// `elems_per_thread` (E, a template parameter: 8 or 16) floats, as E / vec vectors of `vec`
+// elements. Vector j of a row goes to thread j % threads (item j / threads), so a warp's lanes
+// touch consecutive vectors (coalesced). The last H % vec elements (the tail) go one per thread
+// to threads 0 .. tail - 1, as scalar accesses.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ops/norm/params.h"
+#include "tejas/dtype.h"
+
+namespace tejas::norm {
+
+inline constexpr int kWarpSize = 32;
+inline constexpr int kMaxVecBytes = 16;           // widest global access (ld.global.v4.u32)
+inline constexpr int kMaxVec = 8;                 // elements per vector (8 x 16-bit = 16 bytes)
+inline constexpr int kMaxThreads = 1024;
+inline constexpr int kSmallE = 8;                 // floats per thread for rows up to kSmallRowElems
+inline constexpr int kLargeE = 16;                // floats per thread beyond (more bytes in flight)
+inline constexpr int kSmallRowElems = 2048;       // 256 threads x 8
+inline constexpr int64_t kMaxH = int64_t{kMaxThreads} * kLargeE;  // 16384: the kernels' limit
+inline constexpr int kWarpRowsPerBlock = 4;       // rows per CTA in warp-per-row mode
+inline constexpr int kQuantGroup = 128;           // fp8_group: elements per scale
+
+// One tensor's placement: dtype, address and token stride (elements). Absent tensors are ignored.
+struct Placement {
+  bool present = false;
+  DType dtype = DType::f32;
+  uint64_t addr = 0;
+  int64_t row_stride = 0;  // 0 for weight (one row)
+};
+
+struct NormProblem {
+  int64_t T = 0, H = 0;
+  OutKind out_kind = OutKind::same;
+  Placement x, residual, weight, out;
+};
+
+struct NormConfig {
+  bool supported = true;  // false: H beyond kMaxH (the reference backend still runs it)
+  int vec = 1;            // elements per vector access: 8, 4, 2 or 1
+  int elems_per_thread = kSmallE;  // E: the kernel's register row size (template parameter)
+  int threads = kWarpSize;         // blockDim.x
+  bool warp_per_row = false;
+  int rows_per_block = 1;
+  int64_t grid = 1;                // gridDim.x
+};
+
+constexpr int dtype_size(DType t) { return dtype_bits(t) / 8; }
+
+// Widest vector (elements) such that every access of `p` (vec * element size bytes, at most 16)
+// is aligned: its address and, for row tensors, its token stride in bytes.
+constexpr int widest_vec(const Placement& p) {
+  if (!p.present) return kMaxVec;
+  const int es = dtype_size(p.dtype);
+  for (int v = kMaxVec; v > 1; v /= 2) {
+    const int bytes = v * es;
+    if (bytes > kMaxVecBytes) continue;
+    const uint64_t stride_bytes = static_cast<uint64_t>(p.row_stride) * static_cast<uint64_t>(es);
+    if (p.addr % static_cast<uint64_t>(bytes) == 0 && stride_bytes % static_cast<uint64_t>(bytes) == 0) return v;
+  }
+  return 1;
+}
+
+constexpr int min_int(int a, int b) { return a < b ? a : b; }
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+constexpr NormConfig choose_config(const NormProblem& p) {
+  NormConfig c;
+  if (p.H > kMaxH || p.H < 1 || p.T < 1) {
+    c.supported = false;
+    return c;
+  }
+  c.vec = min_int(min_int(widest_vec(p.x), widest_vec(p.residual)), min_int(widest_vec(p.weight), widest_vec(p.out)));
+  const int64_t nvec = p.H / c.vec;
+  // fp8_group: the lanes of one group (group / vec consecutive vectors) must sit in one item of
+  // one row, so CTA sizes are multiples of it; groups wider than a warp reduce through smem.
+  const int64_t group_vecs = p.out_kind == OutKind::fp8_group ? kQuantGroup / c.vec : 1;
+  const int64_t small_items = kSmallE / c.vec;
+  if (nvec <= kWarpSize * small_items && group_vecs <= kWarpSize) {
+    // Short rows: one warp per row, no block barrier.
+    c.elems_per_thread = kSmallE;
+    c.warp_per_row = true;
+    c.rows_per_block = static_cast<int>(p.T < kWarpRowsPerBlock ? p.T : kWarpRowsPerBlock);
+    c.threads = kWarpSize * c.rows_per_block;
+    c.grid = ceil_div(p.T, c.rows_per_block);
+    return c;
+  }
+  c.elems_per_thread = p.H <= kSmallRowElems ? kSmallE : kLargeE;
+  const int64_t items = c.elems_per_thread / c.vec;
+  const int64_t granule = group_vecs > kWarpSize ? group_vecs : kWarpSize;
+  c.threads = static_cast<int>(round_up(ceil_div(nvec, items), granule));
+  c.grid = p.T;
+  return c;
+}
+
+// Dynamic shared memory of one CTA (its sizeof is the launch's smem): the block reduction's
+// scratch, and per-(item, warp) maxima for fp8 groups wider than a warp (vec <= 2).
+inline constexpr int kMaxWarps = kMaxThreads / kWarpSize;
+struct NormSmem {
+  float reduce[kMaxWarps];
+  float group_amax[kLargeE][kMaxWarps];
+};
+
+// "vec 8, E 16, 256 threads, 1 row/CTA, grid 37" (TEJAS_PRINT_CONFIG=1 prints it per call).
+std::string describe(const NormConfig& c);
+// Prints `op`, the problem and the config to stderr when TEJAS_PRINT_CONFIG=1.
+void maybe_print_config(const char* op, const NormProblem& p, const NormConfig& c);
+
+}  // namespace tejas::norm

@@ -1,0 +1,41 @@
+// The curated kernel instantiations and the table that picks one for a config. Included by
+// launch.cu (nvcc) and launch_emu.cpp (emulator): each compiles the same list.
+//   x bf16 / f16: vec 8, 4, 2, 1;  x f32: vec 4, 2, 1;  E 8 and 16.  (22 kernels)
+// vec < the widest only serves misaligned views (or an f32 weight / residual beside 16-bit x).
+#pragma once
+#include "ops/norm/kernel.cuh"
+
+namespace tejas::norm {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
+
+using NormKernel = void (*)(NormParams);
+
+template <DType XT, int V>
+NormKernel kernel_for_e(int e) {
+  return e == kLargeE ? &norm_kernel<XT, V, kLargeE> : &norm_kernel<XT, V, kSmallE>;
+}
+
+template <DType XT>
+NormKernel kernel_for_vec(int vec, int e) {
+  switch (vec) {
+    case 1: return kernel_for_e<XT, 1>(e);
+    case 2: return kernel_for_e<XT, 2>(e);
+    case 4: return kernel_for_e<XT, 4>(e);
+    default: break;
+  }
+  if constexpr (kElemBytes<XT> * kMaxVec <= kMaxVecBytes) return kernel_for_e<XT, kMaxVec>(e);
+  return nullptr;  // f32 x never gets vec 8 (32-byte vectors)
+}
+
+// nullptr when the combination is not instantiated (never for configs from choose_config).
+inline NormKernel pick_kernel(DType x, int vec, int e) {
+  switch (x) {
+    case DType::bf16: return kernel_for_vec<DType::bf16>(vec, e);
+    case DType::f16: return kernel_for_vec<DType::f16>(vec, e);
+    case DType::f32: return kernel_for_vec<DType::f32>(vec, e);
+    default: return nullptr;
+  }
+}
+
+}  // inline namespace TEJAS_BUILD_NS
+}  // namespace tejas::norm

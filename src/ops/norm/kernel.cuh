@@ -1,0 +1,216 @@
+// RMSNorm family kernel: rms_norm, fused_add_rms_norm (residual += x, stored) and the fp8
+// outputs (dynamic per-token, static, per-group of 128), in one pass over HBM: each row is read
+// once into registers (float v[I][V] per thread), reduced (sum of squares, then amax for fp8),
+// and written once from the same registers. See config.h for the thread <-> element mapping.
+//
+// Template parameters: XT (x's dtype, also `out`'s unless fp8), V (elements per vector access)
+// and E (floats per thread). weight / residual / scale dtypes and the output kind are runtime
+// values (uniform branches), to keep the instantiation count small.
+#pragma once
+#include "device/prelude.h"
+#include "device/reduce.cuh"
+#include "device/smem.h"
+#include "ops/norm/config.h"
+#include "ops/norm/params.h"
+#include "ops/norm/vec_io.cuh"
+
+namespace tejas::norm {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
+
+inline constexpr float kE4m3MaxF = 448.0f;
+
+static_assert(kMaxWarps == dev::kMaxWarpsPerBlock, "NormSmem::reduce is block_allreduce's scratch");
+
+// Where this thread sits: its row, its index among the row's threads, how many threads share the row.
+struct RowSlot {
+  int64_t row;
+  int tid;
+  int nthreads;
+};
+
+__device__ __forceinline__ RowSlot row_slot(const NormParams& p) {
+  if (p.warp_per_row) {
+    const int rows_per_block = blockDim.x / kWarpSize;
+    return {static_cast<int64_t>(blockIdx.x) * rows_per_block + threadIdx.x / kWarpSize,
+            static_cast<int>(threadIdx.x % kWarpSize), kWarpSize};
+  }
+  return {static_cast<int64_t>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+}
+
+template <class Op>
+__device__ __forceinline__ float row_allreduce(const NormParams& p, float v, Op op, float identity, NormSmem* smem) {
+  return p.warp_per_row ? dev::warp_allreduce(v, op) : dev::block_allreduce(v, op, identity, smem->reduce);
+}
+
+// fp8 groups take y clamped to +-FLT_MAX (an Inf saturates, as in quant_fp8_group); NaN stays.
+__device__ __forceinline__ float clamp_f32_range(float y) { return y != y ? y : fminf(fmaxf(y, -kF32Max), kF32Max); }
+
+// Byte address of element (row, col) of a [T, H] tensor with token stride `stride`.
+__device__ __forceinline__ const void* elem_at(const void* base, int64_t row, int64_t stride, int64_t col, int bytes) {
+  return static_cast<const unsigned char*>(base) + (row * stride + col) * bytes;
+}
+__device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride, int64_t col, int bytes) {
+  return static_cast<unsigned char*>(base) + (row * stride + col) * bytes;
+}
+
+// Loads N elements of row `row` starting at `col` into f (x, plus the residual add when fused:
+// the residual is stored and f gets the stored value).
+template <DType XT, int N>
+__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N]) {
+  load_typed<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), f);  // x may be out: not .nc
+  if (p.residual == nullptr) return;
+  const int rb = dtype_size(p.res_dtype);
+  void* rp = elem_at(p.residual, row, p.res_stride, col, rb);
+  float r[N];
+  load_any<N>(rp, p.res_dtype, r);
+  const bool narrow = p.res_dtype != DType::f32;
+TEJAS_NORM_UNROLL
+  for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
+  store_any<N>(rp, p.res_dtype, f);
+}
+
+// y = v * inv_rms * weight, in place.
+template <int N>
+__device__ __forceinline__ void scale_by_weight(const NormParams& p, int64_t col, float inv_rms, float (&f)[N]) {
+  float w[N];
+  load_any<N, true>(elem_at(p.weight, 0, 0, col, dtype_size(p.w_dtype)), p.w_dtype, w);
+TEJAS_NORM_UNROLL
+  for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
+}
+
+template <DType XT, int N>
+__device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int64_t col, const float (&f)[N],
+                                          float scale) {
+  if (p.out_kind == OutKind::same) {
+    store_typed<XT, N>(elem_at(p.out, row, p.out_stride, col, kElemBytes<XT>), f);
+    return;
+  }
+  float q[N];
+TEJAS_NORM_UNROLL
+  for (int e = 0; e < N; ++e) q[e] = f[e] / scale;  // y / s, IEEE division, then e4m3 RNE + satfinite
+  store_typed<DType::e4m3, N>(elem_at(p.out, row, p.out_stride, col, 1), q);
+}
+
+// The f32 scale of a dynamic row or group: max(amax, floor) / 448; NaN stays NaN.
+__device__ __forceinline__ float fp8_scale(float amax, float min_scale) {
+  return amax != amax ? amax : fmaxf(amax / kE4m3MaxF, min_scale);
+}
+
+// Group maximum over the `group_vecs` consecutive threads of one group (all lanes of the warp
+// call it: shuffles need the full mask). Groups wider than a warp go through shared memory.
+template <int I>
+__device__ __forceinline__ void group_amax(int tid, int group_vecs, float (&amax)[I], NormSmem* smem) {
+  const int width = group_vecs < kWarpSize ? group_vecs : kWarpSize;
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k)
+    for (int off = width / 2; off > 0; off /= 2)
+      amax[k] = dev::MaxNanOp{}(amax[k], __shfl_xor_sync(dev::kFullWarpMask, amax[k], off));
+  if (group_vecs <= kWarpSize) return;
+  const int warp = tid / kWarpSize, first = (tid / group_vecs) * (group_vecs / kWarpSize);
+  if (tid % kWarpSize == 0)
+TEJAS_NORM_UNROLL
+    for (int k = 0; k < I; ++k) ptx::st_shared(&smem->group_amax[k][warp], amax[k]);
+  __syncthreads();
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k) {
+    float m = 0.0f;
+    for (int w = 0; w < group_vecs / kWarpSize; ++w) m = dev::MaxNanOp{}(m, ptx::ld_shared(&smem->group_amax[k][first + w]));
+    amax[k] = m;
+  }
+}
+
+template <DType XT, int V, int E>
+__global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
+  static_assert(E % V == 0 && E / V <= kLargeE, "E floats per thread as E / V vectors");
+  constexpr int I = E / V;
+  NormSmem* smem = dev::dynamic_smem<NormSmem>();
+  const RowSlot rs = row_slot(p);
+  if (rs.row >= p.T) return;  // warp-per-row mode only (whole warps; no block barrier there)
+  const int nvec = p.H / V, tail = p.H - nvec * V;
+  const int64_t tail_col = static_cast<int64_t>(nvec) * V + rs.tid;
+  const bool has_tail = rs.tid < tail;
+
+  // 1. The row into registers (residual added and stored on the way).
+  float v[I][V];
+  float vt[1] = {0.0f};
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k) {
+    const int j = k * rs.nthreads + rs.tid;
+    if (j < nvec) load_input<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k]);
+    else
+TEJAS_NORM_UNROLL
+      for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
+  }
+  if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt);
+
+  // 2. Sum of squares -> 1 / rms.
+  float ss = vt[0] * vt[0];
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k)
+TEJAS_NORM_UNROLL
+    for (int e = 0; e < V; ++e) ss += v[k][e] * v[k][e];
+  ss = row_allreduce(p, ss, dev::SumOp{}, 0.0f, smem);
+  const float inv_rms = rsqrtf(ss / static_cast<float>(p.H) + p.eps);
+
+  // 3. y = v * inv_rms * weight, in place.
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k) {
+    const int j = k * rs.nthreads + rs.tid;
+    if (j < nvec) scale_by_weight<V>(p, static_cast<int64_t>(j) * V, inv_rms, v[k]);
+  }
+  if (has_tail) scale_by_weight<1>(p, tail_col, inv_rms, vt);
+
+  // 4. The write, from the same registers.
+  if (p.out_kind == OutKind::fp8_group) {
+    const int group_vecs = kQuantGroup / V;  // H % 128 == 0: no tail, every group whole
+    float amax[I];
+TEJAS_NORM_UNROLL
+    for (int k = 0; k < I; ++k) {
+      amax[k] = 0.0f;
+TEJAS_NORM_UNROLL
+      for (int e = 0; e < V; ++e) {
+        v[k][e] = clamp_f32_range(v[k][e]);
+        amax[k] = dev::MaxNanOp{}(amax[k], fabsf(v[k][e]));
+      }
+    }
+    group_amax<I>(rs.tid, group_vecs, amax, smem);
+TEJAS_NORM_UNROLL
+    for (int k = 0; k < I; ++k) {
+      const int j = k * rs.nthreads + rs.tid;
+      if (j >= nvec) continue;
+      const float s = fp8_scale(amax[k], p.min_scale);
+      float stored = s;
+      if (j % group_vecs == 0) {
+        const int64_t g = j / group_vecs;
+        unsigned char* sp = static_cast<unsigned char*>(p.scale) +
+                            (rs.row * p.scale_stride_t + g * p.scale_stride_g) * dtype_size(p.scale_dtype);
+        if (p.scale_dtype == DType::ue8m0) ptx::st_global(sp, num::f32_to_ue8m0(s));
+        else ptx::st_global(reinterpret_cast<float*>(sp), s);
+      }
+      if (p.scale_dtype == DType::ue8m0) stored = num::ue8m0_to_f32(num::f32_to_ue8m0(s));  // q uses the stored scale
+      store_out<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], stored);
+    }
+    return;
+  }
+  float s = 1.0f;
+  if (p.out_kind == OutKind::fp8_dynamic) {
+    float amax = fabsf(vt[0]);
+TEJAS_NORM_UNROLL
+    for (int k = 0; k < I; ++k)
+TEJAS_NORM_UNROLL
+      for (int e = 0; e < V; ++e) amax = dev::MaxNanOp{}(amax, fabsf(v[k][e]));
+    s = fp8_scale(row_allreduce(p, amax, dev::MaxNanOp{}, 0.0f, smem), p.min_scale);
+    if (rs.tid == 0) ptx::st_global(static_cast<float*>(p.scale) + rs.row, s);
+  } else if (p.out_kind == OutKind::fp8_static) {
+    s = ptx::ld_global_nc(static_cast<const float*>(p.scale));
+  }
+TEJAS_NORM_UNROLL
+  for (int k = 0; k < I; ++k) {
+    const int j = k * rs.nthreads + rs.tid;
+    if (j < nvec) store_out<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], s);
+  }
+  if (has_tail) store_out<XT, 1>(p, rs.row, tail_col, vt, s);
+}
+
+}  // inline namespace TEJAS_BUILD_NS
+}  // namespace tejas::norm

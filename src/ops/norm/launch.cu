@@ -1,0 +1,39 @@
+// CUDA backend of the RMSNorm family: the kernels of instances.h compiled by nvcc.
+#include <cuda_runtime_api.h>
+
+#include "ops/common/cuda_check.h"
+#include "ops/norm/instances.h"
+#include "ops/norm/launch.h"
+#include "ops/norm/reference.h"
+#include "runtime/validate.h"
+
+namespace tejas::norm {
+namespace {
+
+// Debug-check mode: the static scale's value, copied to the host (synchronizes the stream).
+Status check_static_scale(const char* op, const NormArgs& a, cudaStream_t stream) {
+  float host = 0.0f;
+  TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+      op, cudaMemcpyAsync(&host, a.scale.data, sizeof host, cudaMemcpyDeviceToHost, stream), "static scale copy"));
+  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaStreamSynchronize(stream), "static scale copy"));
+  return ref::check_static_fp8_scale(op, TensorView::contiguous(&host, DType::f32, {1}));
+}
+
+}  // namespace
+
+Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& a) {
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
+    TEJAS_RETURN_IF_ERROR(check_static_scale(op, a, stream));
+  NormLaunch l = plan_norm(op, a);
+  if (!l.config.supported) return detail::backend_unsupported(op, Backend::cuda, "H above 16384");
+  const NormKernel kernel = pick_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);
+  if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");
+  void* args[] = {&l.params};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(l.config.grid)),
+                                         dim3(static_cast<unsigned>(l.config.threads)), args, l.smem_bytes, stream);
+  if (e != cudaSuccess) return detail::cuda_status(op, e);
+  return detail::cuda_launch_status(op);
+}
+
+}  // namespace tejas::norm

@@ -1,0 +1,80 @@
+// Host side shared by the norm launchers: problem description, config choice and kernel
+// parameters from the validated arguments.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "ops/norm/launch.h"
+#include "tejas/norm.h"
+
+namespace tejas::norm {
+namespace {
+
+Placement placement(const TensorView& t, bool rows) {
+  Placement p;
+  if (!t.defined()) return p;
+  p.present = true;
+  p.dtype = t.dtype;
+  p.addr = reinterpret_cast<uintptr_t>(t.data);
+  p.row_stride = rows ? t.stride[0] : 0;
+  return p;
+}
+
+}  // namespace
+
+std::string describe(const NormConfig& c) {
+  std::ostringstream os;
+  if (!c.supported) return "unsupported (H > 16384)";
+  os << "vec " << c.vec << ", E " << c.elems_per_thread << ", " << c.threads << " threads, "
+     << (c.warp_per_row ? "warp per row, " : "CTA per row, ") << c.rows_per_block << " row(s)/CTA, grid " << c.grid;
+  return os.str();
+}
+
+void maybe_print_config(const char* op, const NormProblem& p, const NormConfig& c) {
+  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
+  if (env == nullptr || std::strcmp(env, "1") != 0) return;
+  std::fprintf(stderr, "%s: T=%lld H=%lld x=%s -> %s\n", op, static_cast<long long>(p.T),
+               static_cast<long long>(p.H), std::string(dtype_name(p.x.dtype)).c_str(), describe(c).c_str());
+}
+
+NormLaunch plan_norm(const char* op, const NormArgs& a) {
+  NormProblem prob;
+  prob.T = a.x.shape[0];
+  prob.H = a.x.shape[1];
+  prob.out_kind = a.out_kind;
+  prob.x = placement(a.x, true);
+  prob.residual = placement(a.residual, true);
+  prob.weight = placement(a.weight, false);
+  prob.out = placement(a.out, true);
+
+  NormLaunch l;
+  l.config = choose_config(prob);
+  maybe_print_config(op, prob, l.config);
+
+  NormParams& p = l.params;
+  p.x = a.x.data;
+  p.weight = a.weight.data;
+  p.residual = a.residual.data;
+  p.out = a.out.data;
+  p.scale = a.scale.data;
+  p.x_stride = a.x.stride[0];
+  p.res_stride = a.residual.defined() ? a.residual.stride[0] : 0;
+  p.out_stride = a.out.stride[0];
+  if (a.out_kind == OutKind::fp8_group) {
+    p.scale_stride_t = a.scale.stride[0];
+    p.scale_stride_g = a.scale.stride[1];
+    p.scale_dtype = a.scale.dtype;
+  }
+  p.T = prob.T;
+  p.H = static_cast<int>(prob.H < kMaxH ? prob.H : kMaxH);
+  p.eps = static_cast<float>(a.eps);
+  p.min_scale = static_cast<float>(kFp8MinAmax / kE4m3Max);
+  p.w_dtype = a.weight.dtype;
+  p.res_dtype = a.residual.defined() ? a.residual.dtype : DType::f32;
+  p.out_kind = a.out_kind;
+  p.warp_per_row = l.config.warp_per_row;
+  return l;
+}
+
+}  // namespace tejas::norm

@@ -1,0 +1,145 @@
+// Vector loads and stores of bf16 / f16 / f32 / e4m3 elements as floats, through the device
+// layer's ld/st wrappers. An access of N elements is one instruction of N * element-size bytes
+// (split into 16-byte pieces if wider, which the configs never ask for).
+#pragma once
+#include "device/numeric/convert.h"
+#include "device/prelude.h"
+#include "device/ptx/ld_st.h"
+#include "tejas/dtype.h"
+
+#include <cstring>
+
+// `#pragma unroll` for nvcc (register arrays indexed by loop counters must be unrolled); the
+// host compiler of emulation builds does not know the pragma. (A candidate for prelude.h.)
+#if TEJAS_EMULATION
+#define TEJAS_NORM_UNROLL
+#else
+#define TEJAS_NORM_UNROLL _Pragma("unroll")
+#endif
+
+namespace tejas::norm {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
+
+template <int Bytes>
+struct ChunkOf;
+template <>
+struct ChunkOf<1> { using type = uint8_t; };
+template <>
+struct ChunkOf<2> { using type = uint16_t; };
+template <>
+struct ChunkOf<4> { using type = uint32_t; };
+template <>
+struct ChunkOf<8> { using type = uint2; };
+template <>
+struct ChunkOf<16> { using type = uint4; };
+
+inline constexpr int kMaxAccessBytes = 16;
+inline constexpr float kF32Max = 3.40282346638528859811704183484516925e38f;  // FLT_MAX
+
+template <DType D>
+inline constexpr int kElemBytes = dtype_bits(D) / 8;
+
+template <DType D>
+__device__ __forceinline__ float decode(const unsigned char* b) {
+  if constexpr (D == DType::f32) {
+    float f;
+    memcpy(&f, b, sizeof f);
+    return f;
+  } else {
+    uint16_t c;
+    memcpy(&c, b, sizeof c);
+    if constexpr (D == DType::bf16) return num::bf16_to_f32(c);
+    else return num::f16_to_f32(c);
+  }
+}
+
+template <DType D>
+__device__ __forceinline__ void encode(float f, unsigned char* b) {
+  if constexpr (D == DType::f32) {
+    memcpy(b, &f, sizeof f);
+  } else if constexpr (D == DType::e4m3) {
+    *b = num::f32_to_e4m3(f);
+  } else {
+    const uint16_t c = D == DType::bf16 ? num::f32_to_bf16(f) : num::f32_to_f16(f);
+    memcpy(b, &c, sizeof c);
+  }
+}
+
+// Loads N elements of dtype D at p (aligned to the access size) and decodes them to floats.
+// kReadOnly: ld.global.nc (data nobody writes during the launch).
+template <DType D, int N, bool kReadOnly>
+__device__ __forceinline__ void load_typed(const void* p, float (&f)[N]) {
+  constexpr int kBytes = N * kElemBytes<D>;
+  constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using C = typename ChunkOf<kPiece>::type;
+  unsigned char b[kBytes];
+TEJAS_NORM_UNROLL
+  for (int i = 0; i < kBytes / kPiece; ++i) {
+    const C* cp = static_cast<const C*>(p) + i;
+    const C c = kReadOnly ? ptx::ld_global_nc(cp) : ptx::ld_global(cp);
+    memcpy(b + i * kPiece, &c, kPiece);
+  }
+TEJAS_NORM_UNROLL
+  for (int e = 0; e < N; ++e) f[e] = decode<D>(b + e * kElemBytes<D>);
+}
+
+template <DType D, int N>
+__device__ __forceinline__ void store_typed(void* p, const float (&f)[N]) {
+  constexpr int kBytes = N * kElemBytes<D>;
+  constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using C = typename ChunkOf<kPiece>::type;
+  unsigned char b[kBytes];
+TEJAS_NORM_UNROLL
+  for (int e = 0; e < N; ++e) encode<D>(f[e], b + e * kElemBytes<D>);
+TEJAS_NORM_UNROLL
+  for (int i = 0; i < kBytes / kPiece; ++i) {
+    C c;
+    memcpy(&c, b + i * kPiece, kPiece);
+    ptx::st_global(static_cast<C*>(p) + i, c);
+  }
+}
+
+// Runtime-dtype forms for the arguments whose dtype is not a template parameter (weight,
+// residual: bf16, f16 or f32; stores also e4m3). A uniform branch per access.
+template <int N, bool kReadOnly = false>
+__device__ __forceinline__ void load_any(const void* p, DType d, float (&f)[N]) {
+  if (d == DType::f32) load_typed<DType::f32, N, kReadOnly>(p, f);
+  else if (d == DType::bf16) load_typed<DType::bf16, N, kReadOnly>(p, f);
+  else load_typed<DType::f16, N, kReadOnly>(p, f);
+}
+
+template <int N>
+__device__ __forceinline__ void store_any(void* p, DType d, const float (&f)[N]) {
+  if (d == DType::f32) store_typed<DType::f32, N>(p, f);
+  else if (d == DType::bf16) store_typed<DType::bf16, N>(p, f);
+  else if (d == DType::f16) store_typed<DType::f16, N>(p, f);
+  else store_typed<DType::e4m3, N>(p, f);
+}
+
+// The value `f` takes once stored in dtype d (bf16, f16 or f32).
+__device__ __forceinline__ float round_to(DType d, float f) {
+  if (d == DType::bf16) return num::bf16_to_f32(num::f32_to_bf16(f));
+  if (d == DType::f16) return num::f16_to_f32(num::f32_to_f16(f));
+  return f;
+}
+
+// a + b as an f32 that rounds (to nearest even) to the correctly rounded sum in a format of at
+// most 11 significant bits (bf16, f16): the sum rounded to odd. Round-to-odd at p >= q + 2 bits
+// followed by round-to-nearest at q bits equals one direct rounding; a plain f32 sum could round
+// twice wrongly when an f32 x meets a narrow residual. TwoSum gives the exact error.
+__device__ __forceinline__ float add_round_to_odd(float a, float b) {
+  const float s = a + b;
+  const float bb = s - a;
+  const float err = (a - (s - bb)) + (b - bb);
+  if (err == 0.0f || !(fabsf(s) <= kF32Max)) return s;  // exact, or Inf / NaN: nothing to fix
+  uint32_t bits;
+  memcpy(&bits, &s, sizeof bits);
+  if ((err < 0.0f) != (s < 0.0f)) bits -= 1;  // |a + b| < |s|: truncation is one step toward 0
+  bits |= 1u;
+  float r;
+  memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+}  // inline namespace TEJAS_BUILD_NS
+}  // namespace tejas::norm

@@ -1,0 +1,78 @@
+// Kernel configs of the quantization ops: pure functions from the problem (dtypes, group size,
+// row length, the byte alignment of every row start) to the launch shape. Unit-tested in
+// tests/ops/quant/test_quant_config.cpp; printed when TEJAS_PRINT_CONFIG=1.
+//
+// Quantization, vectorized path: a lane owns `chunks` chunks of `vec` consecutive elements of one
+// group (one 16-byte load each); a group spans lanes_per_group lanes (a power of two <= 32) that
+// reduce its amax by xor shuffles, so a warp quantizes 32 / lanes_per_group groups at a time and
+// the group stays in registers between the amax and the codes. Chunk c of lane l covers elements
+// (c * lanes_per_group + l) * vec .. + vec of its group: each load instruction of the warp reads
+// whole 16-byte pieces of 32 / lanes_per_group groups.
+// Generic path (groups that do not split that way, too large for registers, or rows not 16-byte
+// aligned): a warp per group, one element (e4m3) or one byte of codes (e2m1, two elements) per
+// lane per step, amax in a first pass and codes in a second that re-reads the group (L1/L2).
+//
+// Dequantization: a thread owns `vec` consecutive outputs (16 bytes) inside one group
+// (vectorized), or one code byte (generic).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tejas::quant_kernel {
+
+inline constexpr int kThreads = 256;          // 8 warps per block
+inline constexpr int kWarp = 32;
+inline constexpr int kVecBytes = 16;          // one ld.global.v4 per lane
+inline constexpr int kMaxChunks = 4;          // register budget: 4 x 16 bytes of x per lane
+inline constexpr int64_t kMaxGrid = 1 << 20;  // blocks; warps loop beyond (grid-stride)
+
+// Byte addresses / strides that decide how wide the accesses may be.
+struct RowAlignment {
+  uint64_t data_addr = 0, data_row_stride_bytes = 0;  // x (quant) or out (dequant)
+  uint64_t q_addr = 0, q_row_stride_bytes = 0;        // codes
+};
+
+struct QuantProblem {
+  int x_bytes = 2;     // element size of x: 2 (bf16, f16) or 4 (f32)
+  int code_bits = 8;   // 8 (e4m3) or 4 (e2m1)
+  int64_t rows = 1, K = 128;
+  int64_t group = 128;
+  RowAlignment align;
+};
+
+struct QuantConfig {
+  bool vectorized = false;
+  int vec = 1;               // elements per chunk (vectorized: 16 bytes of x)
+  int lanes_per_group = 32;  // vectorized: power of two <= 32
+  int chunks = 1;            // vectorized: 16-byte chunks per lane per group (<= kMaxChunks)
+  int elems_per_lane = 1;    // generic: 1 (e4m3) or 2 (e2m1: one code byte)
+  int threads = kThreads;
+  int64_t groups_per_warp = 1;  // per step: 32 / lanes_per_group (vectorized) or 1
+  int64_t grid = 1;
+  std::string to_string() const;
+};
+
+QuantConfig make_quant_config(const QuantProblem& p);
+
+struct DequantProblem {
+  int out_bytes = 2;   // element size of out: 2 or 4
+  int code_bits = 8;
+  int64_t rows = 1, K = 128;
+  int64_t group = 128;
+  RowAlignment align;
+};
+
+struct DequantConfig {
+  bool vectorized = false;
+  int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
+  int threads = kThreads;
+  int64_t grid = 1;
+  std::string to_string() const;
+};
+
+DequantConfig make_dequant_config(const DequantProblem& p);
+
+// TEJAS_PRINT_CONFIG=1: prints "<op>: <config>" to stderr.
+void maybe_print_config(const char* op, const std::string& config);
+
+}  // namespace tejas::quant_kernel

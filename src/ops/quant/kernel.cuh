@@ -1,0 +1,341 @@
+// Quantization kernels: quant_fp8_group / quant_mx (x -> codes + scales) and dequant_fp8_group /
+// dequant_mx (codes + scales -> out). Thread mappings: src/ops/quant/config.h. Rounding: every
+// code and output equals the float64 reference bit for bit (src/ops/quant/quant_math.h).
+#pragma once
+#include "device/prelude.h"
+
+#include <cstring>
+
+#include "device/numeric/convert.h"
+#include "device/ptx/ld_st.h"
+#include "ops/quant/config.h"
+#include "ops/quant/params.h"
+#include "ops/quant/quant_math.h"
+#include "tejas/norm.h"  // kFp8MinAmax, kE4m3Max
+
+// Loops over register arrays must unroll (or the arrays go to local memory); the host compiler
+// of the emulator build needs no hint.
+#if TEJAS_EMULATION
+#define TEJAS_QUANT_UNROLL
+#else
+#define TEJAS_QUANT_UNROLL _Pragma("unroll")
+#endif
+
+namespace tejas::quant_kernel {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
+
+// ---- element types ------------------------------------------------------------------------------
+struct Bf16 {
+  using Storage = uint16_t;
+  static constexpr float kMaxFinite = 3.3895313892515355e38f;  // 0x7F7F
+  __host__ __device__ static float to_f32(Storage s) { return num::bf16_to_f32(s); }
+  __host__ __device__ static Storage from_f32(float v) { return num::f32_to_bf16(v); }
+  static constexpr bool kNarrow = true;
+};
+struct F16 {
+  using Storage = uint16_t;
+  static constexpr float kMaxFinite = 65504.0f;
+  __host__ __device__ static float to_f32(Storage s) { return num::f16_to_f32(s); }
+  __host__ __device__ static Storage from_f32(float v) { return num::f32_to_f16(v); }
+  static constexpr bool kNarrow = true;
+};
+struct F32 {
+  using Storage = float;
+  static constexpr float kMaxFinite = kF32Max;
+  __host__ __device__ static float to_f32(Storage s) { return s; }
+  __host__ __device__ static Storage from_f32(float v) { return v; }
+  static constexpr bool kNarrow = false;
+};
+
+template <int N>
+struct alignas(N) Bytes {
+  uint8_t b[N];
+};
+
+inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
+inline constexpr uint32_t kF32NaNBits = 0x7FC00000u;
+inline constexpr uint8_t kUe8m0NaN = 0xFF;
+inline constexpr uint8_t kUe8m0Bias = 127;
+inline constexpr int kNibbleBits = 4;
+inline constexpr float kE2m1Max = CodeTraits<CodeFormat::e2m1>::kMax;
+// f32(kFp8MinAmax / 448), rounded once as the reference rounds it.
+inline constexpr float kFp8MinScale = static_cast<float>(kFp8MinAmax / kE4m3Max);
+// The ue8m0 rule on kFp8MinAmax itself: no power of two lies between f32(1e-10) / 448 and
+// 1e-10 / 448, so the f32 constant gives the reference's 2^-42.
+inline constexpr float kFp8MinAmaxF = static_cast<float>(kFp8MinAmax);
+
+inline constexpr uint32_t kF32InfBits = 0x7F800000u;
+__device__ __forceinline__ bool is_nan(float v) { return (__float_as_uint(v) & kF32AbsMask) > kF32InfBits; }
+__device__ __forceinline__ bool is_inf(float v) { return (__float_as_uint(v) & kF32AbsMask) == kF32InfBits; }
+
+// +-Inf counts as the largest finite value of x's dtype (for amax and for its own code).
+template <class X>
+__device__ __forceinline__ float load_finite(typename X::Storage s) {
+  const float v = X::to_f32(s);
+  return is_inf(v) ? copysignf(X::kMaxFinite, v) : v;
+}
+
+// What quantizing one group needs once its amax is known.
+struct GroupScale {
+  uint32_t bits = 0;   // the scale as stored (f32 bits, or a ue8m0 / e4m3 code)
+  float inv = 1.0f;    // ~ 1 / divisor
+  float a = 1.0f, b = 1.0f;  // divisor = a * b exactly (a * midpoint exact in f32)
+  bool pow2 = false;   // divisor a power of two: x * inv is exact
+  bool zero = false;   // every code of the group is +0 (nvfp4 block_scale 0)
+  bool nan = false;
+};
+
+template <CodeFormat F>
+__device__ __forceinline__ GroupScale group_scale(ScaleRule rule, float amax, bool nan, float ts, float inv_6ts) {
+  GroupScale g;
+  g.nan = nan;
+  if (nan) {
+    g.bits = rule == ScaleRule::fp8_f32 ? kF32NaNBits : rule == ScaleRule::nvfp4 ? CodeTraits<CodeFormat::e4m3>::kNaN : kUe8m0NaN;
+    return g;
+  }
+  const bool tiny = static_cast<double>(amax) < kFp8MinAmax;  // once per group
+  switch (rule) {
+    case ScaleRule::fp8_f32: {
+      const float s = tiny ? kFp8MinScale : amax / static_cast<float>(kE4m3Max);
+      g.bits = __float_as_uint(s);
+      g.inv = 1.0f / s;
+      g.b = s;
+      break;
+    }
+    case ScaleRule::fp8_ue8m0: {
+      const uint8_t code = ue8m0_ceil_scale(tiny ? kFp8MinAmaxF : amax);
+      g.bits = code;
+      g.inv = pow2f(kUe8m0Bias - code);
+      g.pow2 = true;
+      break;
+    }
+    case ScaleRule::mx: {
+      const int e = mx_scale_exponent<F>(amax);
+      g.bits = static_cast<uint32_t>(e + kUe8m0Bias);
+      g.inv = mx_inverse_scale(e);
+      g.pow2 = true;
+      break;
+    }
+    case ScaleRule::nvfp4: {
+      const uint8_t code = quantize_exact<CodeFormat::e4m3>(amax, inv_6ts, kE2m1Max, ts);
+      const float bs = num::e4m3_to_f32(code);
+      g.bits = code;
+      g.zero = bs == 0.0f;
+      g.inv = 1.0f / (bs * ts);
+      g.a = bs;
+      g.b = ts;
+      break;
+    }
+  }
+  return g;
+}
+
+template <CodeFormat F>
+__device__ __forceinline__ uint8_t code_of(float v, const GroupScale& g) {
+  if (g.nan) return CodeTraits<F>::kNaN;
+  if (g.zero) return 0;
+  if (g.pow2) return CodeTraits<F>::encode(v * g.inv);
+  return quantize_exact<F>(v, g.inv, g.a, g.b);
+}
+
+__device__ __forceinline__ void store_scale(void* scales, int64_t index, ScaleRule rule, uint32_t bits) {
+  if (rule == ScaleRule::fp8_f32) ptx::st_global(static_cast<float*>(scales) + index, __uint_as_float(bits));
+  else ptx::st_global(static_cast<uint8_t*>(scales) + index, static_cast<uint8_t>(bits));
+}
+
+__device__ __forceinline__ float load_tensor_scale(const float* ts) { return ts != nullptr ? ptx::ld_global_nc(ts) : 1.0f; }
+
+// 1 / (6 * tensor_scale): nvfp4's block-scale quotient, within ~2 ulps (resolved exactly).
+__device__ __forceinline__ float inverse_6ts(float ts) { return 1.0f / (kE2m1Max * ts); }
+
+// Packs n codes (n even for e2m1: element 0 in the low nibble) into bytes.
+template <CodeFormat F, int N>
+__device__ __forceinline__ void pack_codes(const uint8_t (&codes)[N], uint8_t* out) {
+  if constexpr (F == CodeFormat::e4m3) {
+TEJAS_QUANT_UNROLL
+    for (int i = 0; i < N; ++i) out[i] = codes[i];
+  } else {
+TEJAS_QUANT_UNROLL
+    for (int i = 0; i < N / 2; ++i) out[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << kNibbleBits));
+  }
+}
+
+// ---- quantization, vectorized: a group in registers across lanes_per_group lanes ---------------
+template <class X, CodeFormat F>
+__global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
+  using S = typename X::Storage;
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
+  constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int L = p.lanes_per_group;
+  const int seg = lane / L, sub = lane % L;
+  const int64_t groups_per_row = p.K / p.group;
+  const int64_t total = p.rows * groups_per_row;
+  const int64_t groups_per_warp = kWarp / L;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int64_t num_warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
+  const float ts = load_tensor_scale(p.tensor_scale);
+  const float inv_6ts = inverse_6ts(ts);
+  // Uniform per warp: every lane takes part in the shuffles, idle segments with amax 0.
+  for (int64_t base = warp * groups_per_warp; base < total; base += num_warps * groups_per_warp) {
+    const int64_t g = base + seg;
+    const bool active = g < total;
+    const int64_t row = active ? g / groups_per_row : 0, gi = active ? g % groups_per_row : 0;
+    const S* xg = static_cast<const S*>(p.x) + row * p.x_row_stride + gi * p.group;
+    uint4 raw[kMaxChunks] = {};  // the group's share of this lane, kept between amax and codes
+    float amax = 0.0f;
+    int nan = 0;
+TEJAS_QUANT_UNROLL
+    for (int c = 0; c < kMaxChunks; ++c) {
+      if (!active || c >= p.chunks) continue;
+      raw[c] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
+      S e[kVec];
+      memcpy(e, &raw[c], sizeof(e));
+TEJAS_QUANT_UNROLL
+      for (int i = 0; i < kVec; ++i) {
+        const float v = load_finite<X>(e[i]);
+        nan |= is_nan(v);
+        amax = fmaxf(amax, fabsf(v));  // fmaxf skips NaN; `nan` records it
+      }
+    }
+    for (int off = L / 2; off > 0; off >>= 1) {
+      amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+      nan |= __shfl_xor_sync(kFullMask, nan, off);
+    }
+    if (!active) continue;
+    const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
+    if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
+    uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+TEJAS_QUANT_UNROLL
+    for (int c = 0; c < kMaxChunks; ++c) {
+      if (c >= p.chunks) continue;
+      S e[kVec];
+      memcpy(e, &raw[c], sizeof(e));
+      uint8_t codes[kVec];
+TEJAS_QUANT_UNROLL
+      for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
+      Bytes<kCodeBytes> packed;
+      pack_codes<F>(codes, packed.b);
+      ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
+    }
+  }
+}
+
+// ---- quantization, generic: a warp per group, two passes ---------------------------------------
+template <class X, CodeFormat F>
+__global__ void __launch_bounds__(kThreads) quant_generic_kernel(QuantParams p) {
+  using S = typename X::Storage;
+  constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t groups_per_row = p.K / p.group;
+  const int64_t total = p.rows * groups_per_row;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int64_t num_warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
+  const float ts = load_tensor_scale(p.tensor_scale);
+  const float inv_6ts = inverse_6ts(ts);
+  for (int64_t g = warp; g < total; g += num_warps) {
+    const int64_t row = g / groups_per_row, gi = g % groups_per_row;
+    const S* xg = static_cast<const S*>(p.x) + row * p.x_row_stride + gi * p.group;
+    float amax = 0.0f;
+    int nan = 0;
+    for (int64_t k = lane * kPer; k < p.group; k += kWarp * kPer) {
+TEJAS_QUANT_UNROLL
+      for (int j = 0; j < kPer; ++j) {
+        const float v = load_finite<X>(ptx::ld_global_nc(xg + k + j));
+        nan |= is_nan(v);
+        amax = fmaxf(amax, fabsf(v));
+      }
+    }
+    for (int off = kWarp / 2; off > 0; off >>= 1) {
+      amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+      nan |= __shfl_xor_sync(kFullMask, nan, off);
+    }
+    const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
+    if (lane == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
+    uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group / kPer;
+    // Second pass: re-reads the group (just read by this warp: L1 / L2, not HBM).
+    for (int64_t k = lane * kPer; k < p.group; k += kWarp * kPer) {
+      uint8_t codes[kPer];
+TEJAS_QUANT_UNROLL
+      for (int j = 0; j < kPer; ++j) codes[j] = code_of<F>(load_finite<X>(ptx::ld_global_nc(xg + k + j)), gs);
+      uint8_t packed[1];
+      pack_codes<F>(codes, packed);
+      ptx::st_global_cs(qg + k / kPer, packed[0]);
+    }
+  }
+}
+
+// ---- dequantization ---------------------------------------------------------------------------
+__device__ __forceinline__ float load_scale(const DequantParams& p, int64_t index) {
+  switch (p.scale_kind) {
+    case ScaleKind::f32: return ptx::ld_global_nc(static_cast<const float*>(p.scales) + index);
+    case ScaleKind::ue8m0: return num::ue8m0_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index));
+    case ScaleKind::e4m3: return num::e4m3_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index));
+  }
+  return 0.0f;
+}
+
+template <CodeFormat F>
+__device__ __forceinline__ float decode_code(const uint8_t* bytes, int i) {
+  if constexpr (F == CodeFormat::e4m3) return CodeTraits<F>::decode(bytes[i]);
+  else return CodeTraits<F>::decode(static_cast<uint8_t>(bytes[i / 2] >> (kNibbleBits * (i % 2))));
+}
+
+// code * scale (* ts for nvfp4) rounded once to O. Written as a * b with a exact in f32: (code,
+// scale), or (code * block_scale, ts) for nvfp4, whose e4m3 * e2m1 product is exact.
+template <class O>
+__device__ __forceinline__ typename O::Storage dequant_value(float code, float scale, float ts, bool nvfp4) {
+  const float a = nvfp4 ? code * scale : code;
+  const float b = nvfp4 ? ts : scale;
+  if constexpr (O::kNarrow) return O::from_f32(mul_round_odd(a, b));
+  else return O::from_f32(a * b);
+}
+
+template <class O, CodeFormat F>
+__global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
+  using S = typename O::Storage;
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
+  constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
+  const int64_t vecs_per_row = p.K / kVec;
+  const int64_t total = p.rows * vecs_per_row;
+  const float ts = load_tensor_scale(p.tensor_scale);
+  const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < total; j += stride) {
+    const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+    const float scale = load_scale(p, row * p.s_row_stride + k / p.group);
+    const Bytes<kCodeBytes> codes =
+        ptx::ld_global_nc(reinterpret_cast<const Bytes<kCodeBytes>*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
+    S out[kVec];
+TEJAS_QUANT_UNROLL
+    for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes.b, i), scale, ts, nvfp4);
+    uint4 packed;
+    memcpy(&packed, out, sizeof(packed));
+    ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
+  }
+}
+
+template <class O, CodeFormat F>
+__global__ void __launch_bounds__(kThreads) dequant_generic_kernel(DequantParams p) {
+  using S = typename O::Storage;
+  constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
+  const int64_t bytes_per_row = p.K / kPer;
+  const int64_t total = p.rows * bytes_per_row;
+  const float ts = load_tensor_scale(p.tensor_scale);
+  const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < total; j += stride) {
+    const int64_t row = j / bytes_per_row, kb = j % bytes_per_row;
+    const uint8_t byte = ptx::ld_global_nc(p.q + row * p.q_row_stride_bytes + kb);
+    S* out = static_cast<S*>(p.out) + row * p.out_row_stride + kb * kPer;
+TEJAS_QUANT_UNROLL
+    for (int i = 0; i < kPer; ++i) {
+      const int64_t k = kb * kPer + i;
+      const float scale = load_scale(p, row * p.s_row_stride + k / p.group);
+      ptx::st_global_cs(out + i, dequant_value<O>(decode_code<F>(&byte, i), scale, ts, nvfp4));
+    }
+  }
+}
+
+}  // inline namespace TEJAS_BUILD_NS
+}  // namespace tejas::quant_kernel

@@ -1,0 +1,44 @@
+// Emulator launchers: the kernels of kernel.cuh run on the CPU through src/emu.
+#include "ops/common/emu_launch.h"
+#include "ops/quant/kernel_select.h"
+#include "ops/quant/launch.h"
+
+namespace tejas::quant_kernel {
+
+Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& plan) {
+  detail::begin_emulator_call();
+  print_plan(op, plan);
+  const TensorView* const* t = plan.tensors;
+  detail::EmuBuffers buffers({{t[0], emu::Access::read},
+                              {t[1], emu::Access::write},
+                              {t[2], emu::Access::write},
+                              {t[3], emu::Access::read}});
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const QuantConfig& c = plan.configs[i];
+    const QuantKernel k = select_quant_kernel(plan.x_dtype, plan.code, c.vectorized);
+    const emu::LaunchReport rep = emu::launch(
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, plan.launches[i]);
+    TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
+  }
+  return Status::Ok();
+}
+
+Status run_dequant_emu(const char* op, const ExecContext& ctx, const DequantPlan& plan) {
+  detail::begin_emulator_call();
+  print_plan(op, plan);
+  const TensorView* const* t = plan.tensors;
+  detail::EmuBuffers buffers({{t[0], emu::Access::read},
+                              {t[1], emu::Access::read},
+                              {t[2], emu::Access::read},
+                              {t[3], emu::Access::write}});
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const DequantConfig& c = plan.configs[i];
+    const DequantKernel k = select_dequant_kernel(plan.out_dtype, plan.code, c.vectorized);
+    const emu::LaunchReport rep = emu::launch(
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, plan.launches[i]);
+    TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tejas::quant_kernel

@@ -1,0 +1,105 @@
+#include "ops/rope/config.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace tejas::rotary {
+namespace {
+
+bool divides(int64_t vec, int64_t n) { return n % vec == 0; }
+
+// Every access of the kernel at this width is aligned and every span it covers is whole.
+bool vec_fits(const RopeProblem& p, int vec) {
+  const int pairs = pairs_per_column(vec, p.interleaved);
+  if (!divides(pairs, p.rotary_dim / 2)) return false;
+  for (int64_t s : p.sections)
+    if (!divides(pairs, s)) return false;  // a column reads one position row
+  if (p.qk_align < vec * p.elem_bytes) return false;
+  if (p.cos_align < std::min(pairs * p.cos_elem_bytes, kMaxAccessBytes)) return false;
+  if (p.kv_cache_elem_bytes > 0) {
+    if (!divides(vec, p.D - p.rotary_dim) || !divides(vec, p.D)) return false;
+    if (p.v_align < vec * p.elem_bytes) return false;
+    if (p.kv_cache_align < vec * p.kv_cache_elem_bytes) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int vec_candidate(int elem_bytes, int index) {
+  const int wide = kMaxAccessBytes / elem_bytes;
+  const int compact = kCompactAccessBytes / elem_bytes;
+  switch (index) {
+    case 0: return wide;
+    case 1: return compact > 1 && compact < wide ? compact : 1;
+    case 2: return 1;
+    default: return 0;
+  }
+}
+
+int pairs_per_column(int vec, bool interleaved) { return interleaved ? std::max(vec / 2, 1) : vec; }
+
+RopeConfig choose_config(const RopeProblem& p) {
+  RopeConfig c;
+  for (int i = 0; i < kNumVecCandidates; ++i) {
+    const int vec = vec_candidate(p.elem_bytes, i);
+    if (vec_fits(p, vec)) {
+      c.vec = vec;
+      break;
+    }
+  }
+  c.pairs = pairs_per_column(c.vec, p.interleaved);
+  c.rot_cols = static_cast<int>(p.rotary_dim / 2 / c.pairs);
+  c.pass_cols = p.kv_cache_elem_bytes > 0 ? static_cast<int>((p.D - p.rotary_dim) / c.vec) : 0;
+  const int cols = c.rot_cols + c.pass_cols;
+  c.col_threads = std::min(cols, kMaxGroupThreads);
+  const int64_t heads = p.Hq + p.Hk;
+  c.head_lanes = static_cast<int>(std::clamp<int64_t>(kMaxGroupThreads / c.col_threads, 1, heads));
+  const int group = c.col_threads * c.head_lanes;
+  // Small groups share a block so that blocks stay near kTargetBlockThreads threads.
+  int tpb = static_cast<int>(std::clamp<int64_t>(kTargetBlockThreads / group, 1, p.T));
+  // Prefer whole warps (a partial last warp issues half-empty requests), when some count allows.
+  int whole = tpb;
+  while (whole > 1 && (whole * group) % kWarpSize != 0) --whole;
+  c.tokens_per_block = (whole * group) % kWarpSize == 0 ? whole : tpb;
+  c.threads = group * c.tokens_per_block;
+  c.blocks = (p.T + c.tokens_per_block - 1) / c.tokens_per_block;
+  return c;
+}
+
+int alignment_of(const TensorView& t) {
+  if (!t.defined()) return kMaxAccessBytes;
+  uint64_t bits = reinterpret_cast<uintptr_t>(t.data) | kMaxAccessBytes;
+  const int elem_bits = dtype_bits(t.dtype);
+  for (int d = 0; d + 1 < t.ndim; ++d)
+    if (t.shape[d] > 1) bits |= static_cast<uint64_t>(t.stride[d] * elem_bits / 8);
+  return static_cast<int>(bits & (~bits + 1));  // lowest set bit
+}
+
+std::string to_string(const RopeProblem& p) {
+  std::ostringstream os;
+  os << "T=" << p.T << " Hq=" << p.Hq << " Hk=" << p.Hk << " D=" << p.D << " rotary=" << p.rotary_dim
+     << " sections=" << p.sections[0] << "/" << p.sections[1] << "/" << p.sections[2]
+     << (p.interleaved ? " gptj" : " neox") << " elem=" << p.elem_bytes << "B cos=" << p.cos_elem_bytes
+     << "B kv_cache=" << p.kv_cache_elem_bytes << "B align qk/cos/v/cache="
+     << p.qk_align << "/" << p.cos_align << "/" << p.v_align << "/" << p.kv_cache_align;
+  return os.str();
+}
+
+std::string to_string(const RopeConfig& c) {
+  std::ostringstream os;
+  os << "vec=" << c.vec << " pairs=" << c.pairs << " rot_cols=" << c.rot_cols << " pass_cols=" << c.pass_cols
+     << " col_threads=" << c.col_threads << " head_lanes=" << c.head_lanes
+     << " tokens_per_block=" << c.tokens_per_block << " threads=" << c.threads << " blocks=" << c.blocks;
+  return os.str();
+}
+
+void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c) {
+  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
+  if (env == nullptr || std::string(env) != "1") return;
+  std::fprintf(stderr, "%s: %s -> %s\n", op, to_string(p).c_str(), to_string(c).c_str());
+}
+
+}  // namespace tejas::rotary

@@ -1,0 +1,68 @@
+// Kernel configuration of the rope family (rope, mrope, rope_kv_cache_write): a pure function
+// from the problem (sizes, element sizes, alignments) to the launch shape. Unit-tested in
+// tests/ops/rope/test_rope_config.cpp; TEJAS_PRINT_CONFIG=1 prints every choice.
+//
+// Work decomposition: a "column" is the rotation pairs one thread owns in one head (neox: VEC
+// pairs, VEC elements from each half; gptj: the VEC / 2 pairs of VEC contiguous elements, or one
+// pair loaded as two scalars when VEC is 1), or, for the KV-cache write, VEC elements of k's
+// non-rotary tail. The threads of one token form a group of
+// col_threads x head_lanes: a thread keeps its column's cos/sin in registers and walks the
+// heads h = lane, lane + head_lanes, ...; v rows are copied by the whole group.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tejas/tensor.h"
+
+namespace tejas::rotary {
+
+inline constexpr int kMaxAccessBytes = 16;    // widest global access (ld/st .v4.u32)
+inline constexpr int kCompactAccessBytes = 4; // the middle vector candidate: one 32-bit word
+inline constexpr int kMaxGroupThreads = 512;  // threads per token; also the block cap
+inline constexpr int kTargetBlockThreads = 256;
+inline constexpr int kWarpSize = 32;
+inline constexpr int kNumSections = 3;        // mrope position rows
+
+struct RopeProblem {
+  int elem_bytes = 2;           // q, k, v: 2 (bf16 / f16) or 4 (f32)
+  int cos_elem_bytes = 4;       // cos_sin_cache: 4 (f32) or elem_bytes
+  int kv_cache_elem_bytes = 0;  // 0: no KV-cache write; 1: fp8; 2: bf16 / f16
+  bool interleaved = false;     // gptj style
+  int64_t T = 1, Hq = 1, Hk = 0, D = 2, rotary_dim = 2;
+  int64_t sections[kNumSections] = {1, 0, 0};  // pairs per position row; rope: {rotary_dim/2, 0, 0}
+  // Largest power of two <= 16 dividing the data address and every outer stride, in bytes
+  // (alignment_of below). Unused ones (k absent, no cache) may stay at 16.
+  int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
+  int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
+};
+
+struct RopeConfig {
+  int vec = 1;          // elements per q/k access = rotation pairs per thread and head
+  int pairs = 1;        // rotation pairs per column: vec (neox), max(vec / 2, 1) (gptj)
+  int rot_cols = 1;     // rotation columns per head: (rotary_dim / 2) / pairs
+  int pass_cols = 0;    // k tail columns written to the cache: (D - rotary_dim) / vec
+  int col_threads = 1;  // threads across columns (a thread loops when columns outnumber them)
+  int head_lanes = 1;   // threads across heads
+  int tokens_per_block = 1;
+  int threads = 1;      // per block: col_threads * head_lanes * tokens_per_block
+  int64_t blocks = 1;   // ceil(T / tokens_per_block)
+};
+
+// The vector widths kernels are instantiated for, widest first, in elements of `elem_bytes`:
+// 16 bytes, 4 bytes (16-bit types only), one element.
+int vec_candidate(int elem_bytes, int index);  // 0 past the last candidate
+int pairs_per_column(int vec, bool interleaved);
+inline constexpr int kNumVecCandidates = 3;
+
+RopeConfig choose_config(const RopeProblem& p);
+
+// Largest power of two <= 16 dividing the byte address of t.data and every stride of the outer
+// dimensions (size > 1) in bytes; 16 for an absent tensor.
+int alignment_of(const TensorView& t);
+
+std::string to_string(const RopeProblem& p);
+std::string to_string(const RopeConfig& c);
+// Prints "<op>: <problem> -> <config>" to stderr when TEJAS_PRINT_CONFIG=1.
+void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c);
+
+}  // namespace tejas::rotary

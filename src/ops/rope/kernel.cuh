@@ -1,0 +1,239 @@
+// Rope family kernel: rotates q and k in place (rope, mrope) and optionally writes the rotated k
+// and v into paged KV caches (rope_kv_cache_write), in one pass over HBM: every q/k element of
+// the rotary dims is read once and written once; each cache row is written once.
+// Layout and thread mapping: see config.h. Templated on the q/k/v storage type and the vector
+// width; style, cos/sin dtype, position dtype, mrope sections and the cache format are uniform
+// runtime flags (a branch per column, not per element).
+#pragma once
+// `#pragma unroll` marks loops over register arrays (they must unroll so the arrays stay in
+// registers); the host compiler ignores it.
+#include "device/prelude.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "device/numeric/convert.h"
+#include "device/ptx/ld_st.h"
+#include "ops/rope/config.h"
+#include "ops/rope/kernel_params.h"
+
+namespace tejas::rotary {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
+
+// Storage types: raw codes and their exact f32 values.
+struct Bf16 {
+  using Raw = uint16_t;
+  static __host__ __device__ float to_f32(Raw r) { return num::bf16_to_f32(r); }
+  static __host__ __device__ Raw from_f32(float x) { return num::f32_to_bf16(x); }
+};
+struct F16 {
+  using Raw = uint16_t;
+  static __host__ __device__ float to_f32(Raw r) { return num::f16_to_f32(r); }
+  static __host__ __device__ Raw from_f32(float x) { return num::f32_to_f16(x); }
+};
+struct F32 {
+  using Raw = float;
+  static __host__ __device__ float to_f32(Raw r) { return r; }
+  static __host__ __device__ Raw from_f32(float x) { return x; }
+};
+
+namespace impl {
+
+template <int kBytes> struct Word;
+template <> struct Word<1> { using type = uint8_t; };
+template <> struct Word<2> { using type = uint16_t; };
+template <> struct Word<4> { using type = uint32_t; };
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<16> { using type = uint4; };
+
+// N contiguous elements through accesses of min(N * sizeof(E), 16) bytes.
+template <int N, class E>
+__device__ __forceinline__ void load_vec(const E* p, E* out) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(E));
+  constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using W = typename Word<kStep>::type;
+  #pragma unroll
+  for (int i = 0; i < kBytes / kStep; ++i) {
+    const W w = ptx::ld_global(reinterpret_cast<const W*>(p) + i);
+    memcpy(reinterpret_cast<char*>(out) + i * kStep, &w, kStep);
+  }
+}
+// The same through the read-only path (inputs nobody writes during the launch).
+template <int N, class E>
+__device__ __forceinline__ void load_vec_nc(const E* p, E* out) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(E));
+  constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using W = typename Word<kStep>::type;
+  #pragma unroll
+  for (int i = 0; i < kBytes / kStep; ++i) {
+    const W w = ptx::ld_global_nc(reinterpret_cast<const W*>(p) + i);
+    memcpy(reinterpret_cast<char*>(out) + i * kStep, &w, kStep);
+  }
+}
+template <int N, class E>
+__device__ __forceinline__ void store_vec(E* p, const E* in) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(E));
+  constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using W = typename Word<kStep>::type;
+  #pragma unroll
+  for (int i = 0; i < kBytes / kStep; ++i) {
+    W w;
+    memcpy(&w, reinterpret_cast<const char*>(in) + i * kStep, kStep);
+    ptx::st_global(reinterpret_cast<W*>(p) + i, w);
+  }
+}
+
+__device__ __forceinline__ int64_t load_position(const RopeParams& p, int row, int64_t t) {
+  const int64_t at = row * p.pos_row + t * p.pos_tok;
+  if (p.pos_i64) return ptx::ld_global_nc(static_cast<const int64_t*>(p.positions) + at);
+  return ptx::ld_global_nc(static_cast<const int32_t*>(p.positions) + at);
+}
+
+// cos and sin of pairs [i0, i0 + VEC) at position pos.
+template <class S, int VEC>
+__device__ __forceinline__ void load_cos_sin(const RopeParams& p, int64_t pos, int64_t i0, float (&c)[VEC],
+                                             float (&s)[VEC]) {
+  const int64_t at = pos * p.cs_row + i0;
+  if (p.cos_f32) {
+    const float* row = static_cast<const float*>(p.cos_sin) + at;
+    load_vec_nc<VEC>(row, c);
+    load_vec_nc<VEC>(row + p.half, s);
+  } else {
+    using Raw = typename S::Raw;
+    const Raw* row = static_cast<const Raw*>(p.cos_sin) + at;
+    Raw rc[VEC], rs[VEC];
+    load_vec_nc<VEC>(row, rc);
+    load_vec_nc<VEC>(row + p.half, rs);
+    #pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      c[j] = S::to_f32(rc[j]);
+      s[j] = S::to_f32(rs[j]);
+    }
+  }
+}
+
+// Start of the cache row for `slot` and kv head h, in elements.
+__device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size, int64_t blk_stride,
+                                                int64_t slot_stride, int64_t head_stride, int64_t h) {
+  return (slot / block_size) * blk_stride + (slot % block_size) * slot_stride + h * head_stride;
+}
+
+// Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
+// value / scale otherwise (f32 division, then one RNE + satfinite rounding).
+template <class S, int N>
+__device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float* scale,
+                                            const typename S::Raw* vals) {
+  if (p.kv_kind == KvKind::same) {
+    store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals);
+    return;
+  }
+  const float sc = ptx::ld_global_nc(scale);
+  uint8_t codes[N];
+  #pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const float x = S::to_f32(vals[j]) / sc;
+    codes[j] = p.kv_kind == KvKind::e4m3 ? num::f32_to_e4m3(x) : num::f32_to_e5m2(x);
+  }
+  store_vec<N>(static_cast<uint8_t*>(cache) + at, codes);
+}
+
+__device__ __forceinline__ int64_t load_slot(const RopeParams& p, int64_t t) {
+  return p.kv_kind == KvKind::none ? -1 : ptx::ld_global_nc(p.slots + t);
+}
+
+// Rotation pairs per column: neox takes VEC from each half; gptj's VEC contiguous elements
+// hold VEC / 2 interleaved pairs (a one-element path loads a pair as two scalars).
+template <int VEC, bool kNeox>
+inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
+
+// Rotation column `col` of every q and k head this thread walks; k rows also go to the cache
+// when the token has a slot.
+template <class S, int VEC, bool kNeox>
+__device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane, int64_t slot) {
+  using Raw = typename S::Raw;
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
+  constexpr int kAccesses = 2 * P / kLoad;
+  const int64_t i0 = static_cast<int64_t>(col) * P;
+  const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
+  float c[P], s[P];
+  load_cos_sin<S, P>(p, load_position(p, row, t), i0, c, s);
+  // Element offset of access a in the head row: neox A = [i0, i0 + P), B = [half + i0, ...);
+  // gptj: the 2P elements from 2 * i0.
+  const auto offset = [&](int a) -> int64_t { return kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad; };
+  for (int64_t h = lane; h < p.Hq + p.Hk; h += p.head_lanes) {
+    const bool is_k = h >= p.Hq;
+    Raw* x = is_k ? static_cast<Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
+                  : static_cast<Raw*>(p.q) + t * p.q_tok + h * p.q_head;
+    Raw e[2 * P];  // neox: pair j = (e[j], e[P + j]); gptj: pair j = (e[2j], e[2j + 1])
+    #pragma unroll
+    for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e + a * kLoad);
+    #pragma unroll
+    for (int j = 0; j < P; ++j) {
+      const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
+      const float xa = S::to_f32(e[ia]), xb = S::to_f32(e[ib]);
+      e[ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));
+      e[ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
+    }
+    #pragma unroll
+    for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e + a * kLoad);
+    if (is_k && slot >= 0) {
+      const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
+      #pragma unroll
+      for (int a = 0; a < kAccesses; ++a) store_cache<S, kLoad>(p, p.k_cache, at + offset(a), p.k_scale, e + a * kLoad);
+    }
+  }
+}
+
+// k's non-rotary tail, column `pc` (elements rotary_dim + pc * VEC ...), copied to the cache.
+template <class S, int VEC>
+__device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int pc, int lane, int64_t slot) {
+  using Raw = typename S::Raw;
+  const int64_t d0 = 2 * p.half + static_cast<int64_t>(pc) * VEC;
+  for (int64_t h = lane; h < p.Hk; h += p.head_lanes) {
+    Raw r[VEC];
+    // Plain load, not .nc: other threads write k's rotary dims during this launch.
+    load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r);
+    const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h);
+    store_cache<S, VEC>(p, p.k_cache, at + d0, p.k_scale, r);
+  }
+}
+
+// v rows of token t, copied to the cache by the token's whole group (consecutive threads take
+// consecutive vectors of a row).
+template <class S, int VEC>
+__device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot) {
+  using Raw = typename S::Raw;
+  const int64_t cols = p.D / VEC;
+  for (int64_t it = local; it < p.Hk * cols; it += group) {
+    const int64_t h = it / cols, d0 = (it % cols) * VEC;
+    Raw r[VEC];
+    load_vec_nc<VEC>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r);
+    const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
+    store_cache<S, VEC>(p, p.v_cache, at + d0, p.v_scale, r);
+  }
+}
+
+}  // namespace impl
+
+// grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
+template <class S, int VEC>
+__global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopeParams p) {
+  const int group = p.col_threads * p.head_lanes;
+  const int local = static_cast<int>(threadIdx.x) % group;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  if (t >= p.T) return;  // no barriers below: tail threads may leave
+  const int lane = local / p.col_threads;
+  const int64_t slot = impl::load_slot(p, t);
+  for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
+    if (col >= p.rot_cols) {
+      if (slot >= 0) impl::copy_k_tail<S, VEC>(p, t, col - p.rot_cols, lane, slot);
+    } else if (p.neox) impl::rotate_column<S, VEC, true>(p, t, col, lane, slot);
+    else impl::rotate_column<S, VEC, false>(p, t, col, lane, slot);
+  }
+  if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
+}
+
+}  // inline namespace TEJAS_BUILD_NS
+}  // namespace tejas::rotary

@@ -1,0 +1,33 @@
+// The rope family kernel's parameters: one plain struct, shared by the device code (kernel.cuh)
+// and the host planners (plan.cpp).
+#pragma once
+#include <cstdint>
+
+namespace tejas::rotary {
+
+enum class KvKind : int { none, same, e4m3, e5m2 };  // same: the cache holds q's dtype
+
+struct RopeParams {
+  void* q;                  // [T, Hq, D], rotated in place
+  void* k;                  // [T, Hk, D], rotated in place; may be null (then Hk = 0)
+  const void* v;            // [T, Hk, D]; null unless kv_kind != none
+  const void* positions;    // [T] or [3, T] (mrope), i32 or i64
+  const void* cos_sin;      // [max_pos, rotary_dim]: cos then sin; f32 or q's dtype
+  const int64_t* slots;     // [T]; null unless kv_kind != none; < 0 skips the token's cache rows
+  void* k_cache;            // [num_blocks, block_size, Hk, D]; null unless kv_kind != none
+  void* v_cache;            // [num_blocks, block_size, Hk, D]
+  const float* k_scale;     // [1]; fp8 caches only
+  const float* v_scale;     // [1]; fp8 caches only
+  int64_t T, Hq, Hk, D, half;                          // half = rotary_dim / 2
+  int64_t q_tok, q_head, k_tok, k_head, v_tok, v_head;  // strides, in elements
+  int64_t pos_row, pos_tok;                            // positions strides (pos_row: mrope only)
+  int64_t cs_row;                                      // cos_sin_cache row stride
+  int64_t kc_block, kc_slot, kc_head, vc_block, vc_slot, vc_head;
+  int64_t block_size;
+  int64_t sec_end0, sec_end1;  // first pair of position rows 1 and 2 (rope: half, half)
+  bool pos_i64, cos_f32, neox;
+  KvKind kv_kind;
+  int rot_cols, pass_cols, col_threads, head_lanes, tokens_per_block;
+};
+
+}  // namespace tejas::rotary

@@ -1,0 +1,25 @@
+// The rope family's emulator backend: the kernels of kernels.cuh run on the CPU emulator.
+#include "ops/common/emu_launch.h"
+#include "ops/rope/kernels.cuh"
+#include "ops/rope/plan.h"
+
+namespace tejas::rotary {
+
+Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l) {
+  detail::begin_emulator_call();
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec);
+  if (kernel == nullptr)
+    return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec));
+  maybe_print_config(op, l.problem, l.config);
+  using emu::Access;
+  const detail::EmuBuffers buffers{
+      {&a.positions, Access::read},      {&a.q, Access::read_write},         {&a.k, Access::read_write},
+      {&a.v, Access::read},              {&a.cos_sin, Access::read},         {&a.slots, Access::read},
+      {&a.cache.k_cache, Access::write}, {&a.cache.v_cache, Access::write},  {&a.cache.k_scale, Access::read},
+      {&a.cache.v_scale, Access::read}};
+  const emu::LaunchOptions opts =
+      detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.blocks)), dim3(static_cast<unsigned>(l.config.threads)), 0);
+  return detail::emu_status(op, emu::launch(opts, kernel, l.params));
+}
+
+}  // namespace tejas::rotary

@@ -1,0 +1,118 @@
+#include "ops/rope/plan.h"
+
+#include <algorithm>
+
+#include "runtime/validate.h"
+
+namespace tejas::rotary {
+namespace {
+
+KvKind kv_kind_of(const RopeArgs& a) {
+  if (!a.cache.k_cache.defined()) return KvKind::none;
+  switch (a.cache.k_cache.dtype) {
+    case DType::e4m3: return KvKind::e4m3;
+    case DType::e5m2: return KvKind::e5m2;
+    default: return KvKind::same;
+  }
+}
+
+}  // namespace
+
+RopeLaunch plan_launch(const RopeArgs& a) {
+  RopeLaunch l;
+  l.dtype = a.q.dtype;
+  const KvKind kv = kv_kind_of(a);
+  const int64_t rotary = a.cos_sin.shape[1], half = rotary / 2;
+
+  RopeProblem& pr = l.problem;
+  pr.elem_bytes = dtype_bits(a.q.dtype) / 8;
+  pr.cos_elem_bytes = dtype_bits(a.cos_sin.dtype) / 8;
+  pr.kv_cache_elem_bytes = kv == KvKind::none ? 0 : dtype_bits(a.cache.k_cache.dtype) / 8;
+  pr.interleaved = a.style == RopeStyle::gptj;
+  pr.T = a.q.shape[0];
+  pr.Hq = a.q.shape[1];
+  pr.Hk = a.k.defined() ? a.k.shape[1] : 0;
+  pr.D = a.q.shape[2];
+  pr.rotary_dim = rotary;
+  for (int s = 0; s < kNumSections; ++s) pr.sections[s] = a.mrope ? a.sections[s] : (s == 0 ? half : 0);
+  pr.qk_align = std::min(alignment_of(a.q), alignment_of(a.k));
+  pr.cos_align = alignment_of(a.cos_sin);
+  pr.v_align = alignment_of(a.v);
+  pr.kv_cache_align = std::min(alignment_of(a.cache.k_cache), alignment_of(a.cache.v_cache));
+  l.config = choose_config(pr);
+  const RopeConfig& c = l.config;
+
+  RopeParams& p = l.params;
+  p = RopeParams{};
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.positions = a.positions.data;
+  p.cos_sin = a.cos_sin.data;
+  p.slots = static_cast<const int64_t*>(a.slots.data);
+  p.k_cache = a.cache.k_cache.data;
+  p.v_cache = a.cache.v_cache.data;
+  p.k_scale = static_cast<const float*>(a.cache.k_scale.data);
+  p.v_scale = static_cast<const float*>(a.cache.v_scale.data);
+  p.T = pr.T;
+  p.Hq = pr.Hq;
+  p.Hk = pr.Hk;
+  p.D = pr.D;
+  p.half = half;
+  p.q_tok = a.q.stride[0];
+  p.q_head = a.q.stride[1];
+  if (a.k.defined()) {
+    p.k_tok = a.k.stride[0];
+    p.k_head = a.k.stride[1];
+  }
+  if (a.v.defined()) {
+    p.v_tok = a.v.stride[0];
+    p.v_head = a.v.stride[1];
+  }
+  if (a.mrope) {
+    p.pos_row = a.positions.stride[0];
+    p.pos_tok = a.positions.stride[1];
+    p.sec_end0 = a.sections[0];
+    p.sec_end1 = a.sections[0] + a.sections[1];
+  } else {
+    p.pos_tok = a.positions.stride[0];
+    p.sec_end0 = p.sec_end1 = half;
+  }
+  p.cs_row = a.cos_sin.stride[0];
+  if (kv != KvKind::none) {
+    const TensorView &kc = a.cache.k_cache, &vc = a.cache.v_cache;
+    p.kc_block = kc.stride[0];
+    p.kc_slot = kc.stride[1];
+    p.kc_head = kc.stride[2];
+    p.vc_block = vc.stride[0];
+    p.vc_slot = vc.stride[1];
+    p.vc_head = vc.stride[2];
+    p.block_size = kc.shape[1];
+  }
+  p.pos_i64 = a.positions.dtype == DType::i64;
+  p.cos_f32 = a.cos_sin.dtype == DType::f32;
+  p.neox = a.style == RopeStyle::neox;
+  p.kv_kind = kv;
+  p.rot_cols = c.rot_cols;
+  p.pass_cols = c.pass_cols;
+  p.col_threads = c.col_threads;
+  p.head_lanes = c.head_lanes;
+  p.tokens_per_block = c.tokens_per_block;
+  return l;
+}
+
+}  // namespace tejas::rotary
+
+namespace tejas::rotary {
+
+Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
+  const RopeLaunch l = plan_launch(a);
+  if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
+#if TEJAS_WITH_CUDA
+  return launch_cuda(op, ctx, l);
+#else
+  return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+#endif
+}
+
+}  // namespace tejas::rotary

@@ -1,0 +1,51 @@
+// Host side of the rope family's kernel backends: validated tensor views -> problem, config and
+// kernel parameters (plan_launch), and the launchers of each backend (launch_emu.cpp, launch.cu).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/rope/config.h"
+#include "ops/rope/kernel_params.h"
+#include "tejas/context.h"
+#include "tejas/rope.h"
+#include "tejas/status.h"
+
+namespace tejas::rotary {
+
+// The arguments of one call, already validated by the public op. Absent views stay default.
+struct RopeArgs {
+  TensorView positions, q, k, v, cos_sin, slots;
+  PagedKvCache cache;
+  RopeStyle style = RopeStyle::neox;
+  bool mrope = false;
+  int64_t sections[kNumSections] = {0, 0, 0};  // mrope only
+};
+
+struct RopeLaunch {
+  RopeProblem problem;
+  RopeConfig config;
+  RopeParams params;
+  DType dtype = DType::bf16;  // q's dtype: selects the kernel
+};
+
+RopeLaunch plan_launch(const RopeArgs& a);
+
+// Runs the kernel through the emulator (host tensors). Starts a new emulator call record.
+Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l);
+
+// The cuda backend (launch.cu); only in builds with device code.
+Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l);
+// Debug-check mode on the cuda backend: a host copy of a small device tensor (positions, slot
+// mappings, scales), synchronizing ctx.stream. `host` views `storage`.
+Status copy_to_host(const char* op, const ExecContext& ctx, const TensorView& device, std::vector<uint8_t>* storage,
+                    TensorView* host);
+
+}  // namespace tejas::rotary
+
+namespace tejas::rotary {
+
+// Plans and runs the kernel on the emulator or cuda backend (arguments validated, index
+// contents checked as the debug-check mode asks).
+Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a);
+
+}  // namespace tejas::rotary

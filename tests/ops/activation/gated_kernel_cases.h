@@ -1,0 +1,113 @@
+// One gated-activation kernel case run on the emulator (and the GPU when there is one) against
+// the reference backend: shapes with tails, padded and misaligned rows, counters.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "check/cuda_mem.h"
+#include "check/host_tensor.h"
+#include "ops/activation/config.h"
+#include "ops/activation/kernel_test_util.h"
+#include "support/seed.h"
+#include "tejas/activation.h"
+
+namespace tejas::acttest {
+
+struct KCase {
+  int64_t T, F;
+  int64_t x_lead = 0, x_pad = 0;      // elements before / after each x row's view
+  int64_t out_lead = 0, out_pad = 0;  // the same for out
+};
+
+// T = 1, 3, dozens; F = 1, odd, a multiple of 8 (16-byte path), 4100 (8-byte path: 2F * 2 B is
+// 8 mod 16), 16384 with T = 1; padded rows; rows starting one element in (misaligned).
+inline constexpr KCase kKernelCases[] = {
+    {1, 1},          {3, 7},          {37, 24},           {2, 4100},          {1, 16384},
+    {5, 64, 0, 8, 0, 8}, {4, 48, 0, 3, 0, 5}, {3, 64, 1, 0, 1, 0}, {2, 200, 1, 1, 0, 0},
+};
+
+using GatedCall = std::function<Status(const ExecContext&, const TensorView& x, const TensorView& out)>;
+
+// Storage elements outside the [lead, lead + cols) window of every row are still poison.
+inline bool outside_untouched(const check::HostTensor& h, int64_t lead, int64_t cols) {
+  const int64_t width = h.shape()[1];
+  const uint64_t poison = (uint64_t{1} << dtype_bits(h.dtype())) - 1;
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    const int64_t col = i % width;
+    if ((col < lead || col >= lead + cols) && h.bits_flat(i) != poison) return false;
+  }
+  return h.guards_intact();
+}
+
+inline void run_gated_case(check::Rng& rng, Which which, DType dt, const KCase& k, const GatedCall& call,
+                           double gate_sd, const SiluMulOptions& o = {}) {
+  SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " T=" << k.T << " F=" << k.F << " x lead/pad " << k.x_lead
+                                    << "/" << k.x_pad << " out lead/pad " << k.out_lead << "/" << k.out_pad);
+  const int64_t T = k.T, F = k.F, elem = dtype_bytes(dt, 1);
+  check::HostTensor xs(dt, {T, 2 * F + k.x_lead + k.x_pad}), outs(dt, {T, F + k.out_lead + k.out_pad});
+  check::HostTensor want(dt, {T, F});
+  for (int64_t i = 0; i < xs.numel(); ++i)
+    xs.set_flat(i, rng.normal(0.0, (i % xs.shape()[1]) < k.x_lead + F ? gate_sd : 2.0));
+  const TensorView x = sub_view(xs, 2 * F, k.x_lead), out = sub_view(outs, F, k.out_lead);
+  ASSERT_TRUE(call(ctx_of(Backend::reference), x, want.view()).ok());
+
+  detail::begin_emulator_call();
+  const Status s = call(ctx_of(Backend::emulator), x, out);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(matches_reference(out, want.view(), x, which, o));
+  EXPECT_TRUE(outside_untouched(outs, k.out_lead, F)) << "wrote outside out's view";
+  expect_clean_launch(static_cast<uint64_t>(T * 2 * F * elem), static_cast<uint64_t>(T * F * elem));
+
+  // Coalescing: each request touches only the sectors its lanes' bytes span.
+  act::GatedProblem p;
+  p.elem_bytes = static_cast<int>(elem);
+  p.T = T;
+  p.F = F;
+  p.align = {reinterpret_cast<uintptr_t>(x.data), static_cast<uint64_t>(x.stride[0] * elem),
+             static_cast<uint64_t>(F * elem), reinterpret_cast<uintptr_t>(out.data),
+             static_cast<uint64_t>(out.stride[0] * elem)};
+  const act::GatedConfig c = act::make_gated_config(p);
+  const int64_t chunks = F / c.vec;
+  if (c.threads_per_row >= 32 && chunks > 16) {
+    const emu::Counters& got = detail::last_emulator_reports()[0].counters;
+    const Traffic gate = ideal_traffic(x.data, T, x.stride[0] * elem, chunks, c.vec_bytes);
+    const Traffic up = ideal_traffic(static_cast<char*>(x.data) + F * elem, T, x.stride[0] * elem, chunks, c.vec_bytes);
+    const Traffic st = ideal_traffic(out.data, T, out.stride[0] * elem, chunks, c.vec_bytes);
+    EXPECT_EQ(got.global_load_requests, gate.requests + up.requests);
+    EXPECT_EQ(got.global_load_sectors, gate.sectors + up.sectors);
+    EXPECT_EQ(got.global_store_requests, st.requests);
+    EXPECT_EQ(got.global_store_sectors, st.sectors);
+  }
+}
+
+// The same case on the GPU (device copies of x and out, padding and guards included).
+inline void run_gated_case_cuda(check::Rng& rng, DType dt, const KCase& k, const GatedCall& call, Which which,
+                                double gate_sd, const SiluMulOptions& o = {}) {
+  SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << k.T << " F=" << k.F);
+  const int64_t T = k.T, F = k.F;
+  check::HostTensor xs(dt, {T, 2 * F + k.x_lead + k.x_pad}), outs(dt, {T, F + k.out_lead + k.out_pad});
+  check::HostTensor want(dt, {T, F});
+  for (int64_t i = 0; i < xs.numel(); ++i) xs.set_flat(i, rng.normal(0.0, gate_sd));
+  const TensorView x = sub_view(xs, 2 * F, k.x_lead);
+  ASSERT_TRUE(call(ctx_of(Backend::reference), x, want.view()).ok());
+  check::DeviceMirror dx, dout;
+  ASSERT_TRUE(dx.upload(xs).ok());
+  ASSERT_TRUE(dout.upload(outs).ok());
+  TensorView gx = dx.view(), gout = dout.view();
+  gx.data = static_cast<char*>(gx.data) + dtype_bytes(dt, k.x_lead);
+  gx.shape[1] = 2 * F;
+  gout.data = static_cast<char*>(gout.data) + dtype_bytes(dt, k.out_lead);
+  gout.shape[1] = F;
+  const Status s = call(ctx_of(Backend::cuda), gx, gout);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(check::device_synchronize().ok());
+  ASSERT_TRUE(dout.download(outs).ok());
+  bool guards = false;
+  ASSERT_TRUE(dout.guards_intact(&guards).ok());
+  EXPECT_TRUE(guards);
+  EXPECT_TRUE(matches_reference(sub_view(outs, F, k.out_lead), want.view(), x, which, o));
+  EXPECT_TRUE(outside_untouched(outs, k.out_lead, F));
+}
+
+}  // namespace tejas::acttest

@@ -1,0 +1,126 @@
+// The fused silu_mul + quantization kernel on the emulator: codes and scales against the test's
+// own long-double expectation (tie-aware: f32 arithmetic may move a value across a rounding
+// midpoint, nothing more), the reference backend exact against the same expectation, T = 1 / 3 /
+// dozens, F up to 16384, padded and misaligned rows, NaN / Inf / zero groups, the clamped
+// option, the emulator's counters; the GPU when there is one.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "check/cuda_mem.h"
+#include "ops/activation/config.h"
+#include "ops/activation/fused_cases.h"
+#include "ops/activation/gated_kernel_cases.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using namespace tejas::fusedtest;
+using tejas::acttest::ctx_of;
+using tejas::acttest::outside_untouched;
+using tejas::acttest::sub_view;
+
+namespace {
+
+// F a multiple of 128 so every kind applies; 16-byte rows; padded; misaligned x (one element
+// in) and q (two codes in: below a lane's store width) take the element-wise path.
+constexpr FCase kCases[] = {
+    {1, 128}, {3, 256}, {33, 128}, {1, 16384}, {3, 384, 0, 8, 0, 16, 3}, {2, 256, 1, 1, 2, 2}, {4, 128, 0, 0, 2, 0},
+};
+
+struct Tensors {
+  HostTensor xs, ts, qs, ss;
+  TensorView x, q, s;
+};
+
+Tensors make_tensors(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt) {
+  const int64_t groups = c.F / group_of(k);
+  Tensors m{HostTensor(dt, {c.T, 2 * c.F + c.x_lead + c.x_pad}), HostTensor(DType::f32, {1}),
+            HostTensor(q_dtype(k), {c.T, c.F + c.q_lead + c.q_pad}), HostTensor(scale_dtype(k), {c.T, groups}, c.s_pad),
+            {}, {}, {}};
+  fill_fused(m.xs, rng, c.F, c.x_lead, group_of(k), true, opt.clamped ? 2.0 * opt.limit : 3.0);
+  m.ts.set_flat(0, kTensorScale);
+  m.x = sub_view(m.xs, 2 * c.F, c.x_lead);
+  m.q = sub_view(m.qs, c.F, c.q_lead);
+  m.s = m.ss.view();
+  return m;
+}
+
+void run_case(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {}) {
+  SCOPED_TRACE(::testing::Message() << kind_name(k) << " " << dtype_name(dt) << " T=" << c.T << " F=" << c.F
+                                    << " x lead/pad " << c.x_lead << "/" << c.x_pad << " q lead/pad " << c.q_lead
+                                    << "/" << c.q_pad << (opt.clamped ? " clamped" : ""));
+  Tensors m = make_tensors(rng, k, dt, c, opt);
+  const std::vector<long double> y = y_of(m.x, opt);
+  {
+    SCOPED_TRACE("reference backend");
+    Tensors r = make_tensors(rng, k, dt, c, opt);
+    ASSERT_TRUE(call_fused(k, ctx_of(Backend::reference), m.x, r.q, r.s, m.ts, opt).ok());
+    expect_fused(k, y, c.T, c.F, r.q, r.s, false, kTensorScale);
+  }
+  detail::begin_emulator_call();
+  const Status s = call_fused(k, ctx_of(Backend::emulator), m.x, m.q, m.s, m.ts, opt);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
+  EXPECT_TRUE(outside_untouched(m.qs, c.q_lead, c.F)) << "q: wrote outside the view";
+  EXPECT_TRUE(m.ss.padding_intact() && m.ss.guards_intact()) << "scales: wrote outside the view";
+
+  const uint64_t x_bytes = static_cast<uint64_t>(c.T * 2 * c.F * dtype_bytes(dt, 1)) + (k == Kind::nvfp4 ? 4 : 0);
+  const uint64_t out_bytes = static_cast<uint64_t>(c.T * (dtype_bytes(q_dtype(k), c.F) +
+                                                          dtype_bytes(scale_dtype(k), c.F / group_of(k))));
+  acttest::expect_clean_launch(x_bytes, out_bytes);
+  // Loads: 16 B per lane, 32 consecutive lanes per request, on the vectorized path with full warps.
+  if (c.x_lead == 0 && c.q_lead == 0 && c.F / act::kQuantElems >= 32) {
+    const emu::Counters& got = detail::last_emulator_reports()[0].counters;
+    const int64_t stride = m.x.stride[0] * 2, chunks = c.F / act::kQuantElems;
+    const auto gate = acttest::ideal_traffic(m.x.data, c.T, stride, chunks, 16);
+    const auto up = acttest::ideal_traffic(static_cast<char*>(m.x.data) + c.F * 2, c.T, stride, chunks, 16);
+    const uint64_t ts_loads = k == Kind::nvfp4 ? got.global_load_requests - gate.requests - up.requests : 0;
+    EXPECT_EQ(got.global_load_requests - ts_loads, gate.requests + up.requests);
+    EXPECT_EQ(got.global_load_sectors - ts_loads, gate.sectors + up.sectors);  // tensor_scale: 1 sector each
+  }
+}
+
+class SiluMulQuantKernel : public ::testing::TestWithParam<Kind> {};
+
+TEST_P(SiluMulQuantKernel, MatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType dt : {DType::bf16, DType::f16})
+    for (const FCase& c : kCases) run_case(rng, GetParam(), dt, c);
+}
+
+TEST_P(SiluMulQuantKernel, Clamped) {
+  TEJAS_SEEDED_TEST_RNG();
+  SiluMulOptions o;
+  o.clamped = true;
+  for (const FCase& c : {kCases[1], kCases[5]}) run_case(rng, GetParam(), DType::bf16, c, o);
+}
+
+TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_SEEDED_TEST_RNG();
+  const Kind k = GetParam();
+  for (DType dt : {DType::bf16, DType::f16})
+    for (const FCase& c : kCases) {
+      SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << c.T << " F=" << c.F);
+      Tensors m = make_tensors(rng, k, dt, c, {});
+      const std::vector<long double> y = y_of(m.x, {});
+      check::DeviceMirror dx, dts, dq, ds;
+      ASSERT_TRUE(dx.upload(m.xs).ok() && dts.upload(m.ts).ok() && dq.upload(m.qs).ok() && ds.upload(m.ss).ok());
+      TensorView gx = dx.view(), gq = dq.view();
+      gx.data = static_cast<char*>(gx.data) + dtype_bytes(dt, c.x_lead);
+      gx.shape[1] = 2 * c.F;
+      gq.data = static_cast<char*>(gq.data) + dtype_bytes(q_dtype(k), c.q_lead);
+      gq.shape[1] = c.F;
+      const Status s = call_fused(k, ctx_of(Backend::cuda), gx, gq, ds.view(), dts.view(), {});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      ASSERT_TRUE(check::device_synchronize().ok());
+      ASSERT_TRUE(dq.download(m.qs).ok() && ds.download(m.ss).ok());
+      expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
+      EXPECT_TRUE(outside_untouched(m.qs, c.q_lead, c.F));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, SiluMulQuantKernel, ::testing::ValuesIn(kAllKinds), kind_test_name);
+
+}  // namespace

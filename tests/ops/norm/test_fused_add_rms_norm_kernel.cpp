@@ -1,0 +1,115 @@
+// fused_add_rms_norm kernels (emulator; cuda when a GPU is present) against the reference
+// backend: residual dtypes beside every x dtype (the stored residual must match exactly: one
+// rounding of the exact sum), short and long rows, tails, padded and misaligned rows, fp8
+// outputs, and the emulator's counters.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ops/common/emu_launch.h"
+#include "ops/norm/kernel_cases.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using namespace tejas::normtest;
+using check::HostTensor;
+
+namespace {
+
+struct Shape {
+  int64_t T, H, pad;
+};
+constexpr Shape kShapes[] = {{1, 1, 0}, {3, 9, 2}, {37, 256, 0}, {3, 1001, 0}, {2, 4096, 8}};
+
+NormCase fused(DType x, DType w, DType res, DType out, const Shape& s) {
+  NormCase c{x, w, out, s.T, s.H, s.pad};
+  c.fused = true;
+  c.res = res;
+  return c;
+}
+
+std::vector<NormCase> plain_cases() {
+  std::vector<NormCase> v;
+  for (DType x : {DType::bf16, DType::f16, DType::f32})
+    for (DType res : {DType::bf16, DType::f16, DType::f32})
+      for (const Shape& s : kShapes) v.push_back(fused(x, x == DType::f32 ? DType::f32 : x, res, x, s));
+  v.push_back(fused(DType::bf16, DType::f32, DType::f32, DType::bf16, {5, 520, 0}));
+  return v;
+}
+
+std::vector<NormCase> fp8_and_misaligned_cases() {
+  std::vector<NormCase> v;
+  for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor}) {
+    NormCase c = fused(DType::bf16, DType::bf16, DType::bf16, DType::e4m3, {4, 2048, 0});
+    c.mode = m;
+    v.push_back(c);
+  }
+  v.push_back(fused(DType::f16, DType::f32, DType::f32, DType::e4m3, {3, 72, 3}));
+  for (DType x : {DType::bf16, DType::f32}) {
+    NormCase c = fused(x, DType::f32, DType::bf16, x, {3, 1030, 1});
+    c.shift = 1;
+    v.push_back(c);
+  }
+  return v;
+}
+
+void run_all(Backend b, const std::vector<NormCase>& cases) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (const NormCase& c : cases) check_norm_case(b, c, rng);
+}
+
+TEST(FusedAddRmsNormKernel, MatchesReference) { run_all(Backend::emulator, plain_cases()); }
+TEST(FusedAddRmsNormKernel, Fp8AndMisaligned) { run_all(Backend::emulator, fp8_and_misaligned_cases()); }
+TEST(FusedAddRmsNormKernel, LargestHidden) {
+  run_all(Backend::emulator, {fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0})});
+}
+
+// f32 x into a bf16 residual: the sum must round once. x = a bf16 midpoint (1 + 2^-8 between 1
+// and 1 + 2^-7) and residual = 2^-30: the exact sum lies just above the midpoint, so it rounds up
+// to 1 + 2^-7; an f32 sum (exactly the midpoint) would round to even, down to 1.
+TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
+  constexpr double kMid = 1.0 + 0x1p-8, kTiny = 0x1p-30, kUp = 1.0 + 0x1p-7;
+  HostTensor x(DType::f32, {1, 8}), res(DType::bf16, {1, 8}), w(DType::f32, {8}), out(DType::f32, {1, 8});
+  for (int64_t h = 0; h < 8; ++h) {
+    x.set({0, h}, h % 2 ? kMid : -kMid);
+    res.set({0, h}, h % 2 ? kTiny : -kTiny);
+    w.set({h}, 1.0);
+  }
+  TEJAS_ASSERT_OK(fused_add_rms_norm(ctx_for(Backend::emulator), x, res, w, kEps, out));
+  for (int64_t h = 0; h < 8; ++h) EXPECT_EQ(res.get({0, h}), h % 2 ? kUp : -kUp) << h;
+}
+
+TEST(FusedAddRmsNormKernel, EmulatorCounters) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 3, H = 4096;
+  HostTensor x = sector_aligned(DType::bf16, T, H, 0), res = sector_aligned(DType::bf16, T, H, 0);
+  HostTensor out = sector_aligned(DType::bf16, T, H, 0), w = sector_aligned(DType::bf16, 1, H, 0);
+  fill_rows(x, rng);
+  fill_rows(res, rng);
+  check::fill_normal(w, rng, 1.0, 0.5);
+  TensorView w1 = w.view();  // [1, H] -> [H]
+  w1.ndim = 1;
+  w1.shape[0] = H;
+  w1.stride[0] = 1;
+  TEJAS_ASSERT_OK(fused_add_rms_norm(ctx_for(Backend::emulator), x, res, w1, kEps, out));
+  const auto& reps = detail::last_emulator_reports();
+  ASSERT_EQ(reps.size(), 1u);
+  const emu::Counters& k = reps[0].counters;
+  constexpr uint64_t kRowBytes = T * H * 2;
+  EXPECT_DOUBLE_EQ(k.sectors_per_load_request(), 16.0);   // x, residual, weight: 16-byte lanes
+  EXPECT_DOUBLE_EQ(k.sectors_per_store_request(), 16.0);  // residual, out
+  EXPECT_EQ(k.global_bytes_read_unique, 2 * kRowBytes + H * 2);
+  EXPECT_EQ(k.global_bytes_written_unique, 2 * kRowBytes);
+  EXPECT_EQ(k.bank_conflict_wavefronts(), 0u);
+}
+
+TEST(FusedAddRmsNormKernelCuda, MatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  std::vector<NormCase> all = plain_cases();
+  const auto more = fp8_and_misaligned_cases();
+  all.insert(all.end(), more.begin(), more.end());
+  all.push_back(fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0}));
+  run_all(Backend::cuda, all);
+}
+
+}  // namespace

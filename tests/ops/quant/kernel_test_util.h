@@ -1,0 +1,140 @@
+// Helpers of the quantization kernel tests: tensors placed at a chosen alignment inside a poisoned
+// buffer (row padding, views starting a few bytes off), bitwise comparison of two runs, and the
+// emulator counters of the last op call.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "check/host_tensor.h"
+#include "ops/common/emu_launch.h"
+#include "ops/common/ref_numeric.h"
+#include "tejas/context.h"
+
+namespace tejas::quanttest {
+
+inline constexpr int64_t kBaseAlign = 128;  // view starts are placed relative to this alignment
+inline constexpr int kBitsPerByte = 8;
+
+// A [..., K] view inside a flat poisoned buffer: rows padded by `pad` elements, the first element
+// `misalign` bytes past a 128-byte boundary (fp4: a whole byte).
+class PlacedTensor {
+ public:
+  PlacedTensor(DType dt, std::vector<int64_t> shape, int64_t pad = 0, int64_t misalign = 0) : shape_(shape) {
+    const int nd = static_cast<int>(shape.size());
+    int64_t stride = 1, span = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (int d = nd - 1; d >= 0; --d) {
+      strides[d] = stride;
+      span += (shape[d] - 1) * stride;
+      stride = (d == nd - 1 ? shape[d] + pad : stride * shape[d]);
+    }
+    const int bits = dtype_bits(dt);
+    const int64_t bytes = (span * bits + kBitsPerByte - 1) / kBitsPerByte + 2 * kBaseAlign;
+    storage_ = check::HostTensor(DType::u8, {bytes});
+    auto* base = static_cast<uint8_t*>(storage_.view().data);
+    const auto addr = reinterpret_cast<uintptr_t>(base);
+    const auto aligned = (addr + kBaseAlign - 1) / kBaseAlign * kBaseAlign;
+    view_.data = base + (aligned - addr) + misalign;
+    view_.dtype = dt;
+    view_.ndim = nd;
+    for (int d = 0; d < nd; ++d) {
+      view_.shape[d] = shape[d];
+      view_.stride[d] = strides[d];
+    }
+  }
+  const TensorView& view() const { return view_; }
+  operator const TensorView&() const { return view_; }
+  int64_t numel() const { return view_.numel(); }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  DType dtype() const { return view_.dtype; }
+
+  void index(int64_t flat, int64_t* idx) const {
+    for (int d = view_.ndim - 1; d >= 0; --d) {
+      idx[d] = flat % view_.shape[d];
+      flat /= view_.shape[d];
+    }
+  }
+  uint64_t bits(int64_t flat) const {
+    int64_t idx[kMaxDims];
+    index(flat, idx);
+    return ref::load_bits(view_, idx);
+  }
+  double value(int64_t flat) const {
+    int64_t idx[kMaxDims];
+    index(flat, idx);
+    return ref::load(view_, idx);
+  }
+  void set(int64_t flat, double v) {
+    int64_t idx[kMaxDims];
+    index(flat, idx);
+    ref::store(view_, idx, v);
+  }
+  void set_bits(int64_t flat, uint64_t b) {
+    int64_t idx[kMaxDims];
+    index(flat, idx);
+    ref::store_bits(view_, idx, b);
+  }
+  // Every byte of the buffer outside the view's elements still holds the poison (0xFF), and the
+  // guards are intact. fp4 views cover whole bytes here (K even, rows on bytes).
+  bool outside_untouched() const {
+    std::vector<bool> inside(static_cast<size_t>(storage_.numel()), false);
+    const auto* base = static_cast<const uint8_t*>(storage_.view().data);
+    const int bits = dtype_bits(view_.dtype);
+    int64_t idx[kMaxDims];
+    for (int64_t i = 0; i < numel(); ++i) {
+      index(i, idx);
+      int64_t off = 0;
+      for (int d = 0; d < view_.ndim; ++d) off += idx[d] * view_.stride[d];
+      const int64_t first = off * bits / kBitsPerByte;
+      const int64_t n = std::max<int64_t>(1, bits / kBitsPerByte);
+      for (int64_t b = 0; b < n; ++b)
+        inside[static_cast<size_t>(static_cast<const uint8_t*>(view_.data) - base + first + b)] = true;
+    }
+    for (int64_t i = 0; i < storage_.numel(); ++i)
+      if (!inside[static_cast<size_t>(i)] && base[i] != 0xFF) return false;
+    return storage_.guards_intact();
+  }
+  // Bytes the view spans (contiguous views: its compulsory traffic).
+  int64_t bytes() const { return numel() * dtype_bits(view_.dtype) / kBitsPerByte; }
+
+ private:
+  std::vector<int64_t> shape_;
+  check::HostTensor storage_;
+  TensorView view_;
+};
+
+inline ExecContext backend_ctx(Backend b) {
+  ExecContext ctx;
+  ctx.backend = b;
+  return ctx;
+}
+
+// Bitwise equality of every element (NaN: any NaN where want is NaN, for float dtypes: the CUDA
+// conversions' canonical NaN differs from the reference encoder's, docs/device-layer.md).
+inline void expect_same_bits(const PlacedTensor& got, const PlacedTensor& want, const char* name) {
+  ASSERT_EQ(got.numel(), want.numel());
+  int64_t bad = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const uint64_t g = got.bits(i), w = want.bits(i);
+    if (g == w) continue;
+    const bool is_float = got.dtype() == DType::f32 || got.dtype() == DType::bf16 || got.dtype() == DType::f16;
+    if (is_float && std::isnan(got.value(i)) && std::isnan(want.value(i))) continue;
+    if (bad++ < 8)
+      ADD_FAILURE() << name << " [" << i << "]: got 0x" << std::hex << g << " want 0x" << w << std::dec << " ("
+                    << got.value(i) << " vs " << want.value(i) << ")";
+  }
+  EXPECT_EQ(bad, 0) << name << ": " << bad << " of " << got.numel() << " differ";
+}
+
+inline const emu::Counters& last_counters() {
+  const auto& reps = detail::last_emulator_reports();
+  EXPECT_EQ(reps.size(), 1u);
+  return reps.back().counters;
+}
+
+}  // namespace tejas::quanttest

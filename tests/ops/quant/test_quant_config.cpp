@@ -1,0 +1,194 @@
+// make_quant_config / make_dequant_config (pure functions) and the exact-rounding helpers of
+// src/ops/quant/quant_math.h against independent math (tests/ops/common/independent_fp.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/common/independent_fp.h"
+#include "ops/quant/config.h"
+#include "ops/quant/quant_math.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using namespace tejas::quant_kernel;
+namespace fp = tejas::testfp;
+
+namespace {
+
+QuantProblem quant_problem(int x_bytes, int code_bits, int64_t rows, int64_t K, int64_t group) {
+  QuantProblem p;
+  p.x_bytes = x_bytes;
+  p.code_bits = code_bits;
+  p.rows = rows;
+  p.K = K;
+  p.group = group;
+  p.align = {0, static_cast<uint64_t>(K * x_bytes), 0, static_cast<uint64_t>(K * code_bits / 8)};
+  return p;
+}
+
+}  // namespace
+
+TEST(QuantConfig, VectorizedSplits) {
+  struct Want {
+    int x_bytes, code_bits;
+    int64_t group;
+    int vec, lanes, chunks;
+  };
+  const Want wants[] = {
+      {2, 8, 128, 8, 16, 1},  {4, 8, 128, 4, 32, 1},  {2, 8, 32, 8, 4, 1},   {2, 4, 16, 8, 2, 1},
+      {4, 4, 16, 4, 4, 1},    {2, 8, 192, 8, 8, 3},   {2, 8, 1024, 8, 32, 4}, {2, 8, 8, 8, 1, 1},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(testing::Message() << w.x_bytes << "-byte x, " << w.code_bits << "-bit codes, group " << w.group);
+    const QuantConfig c = make_quant_config(quant_problem(w.x_bytes, w.code_bits, 10, w.group * 6, w.group));
+    ASSERT_TRUE(c.vectorized) << c.to_string();
+    EXPECT_EQ(c.vec, w.vec);
+    EXPECT_EQ(c.lanes_per_group, w.lanes);
+    EXPECT_EQ(c.chunks, w.chunks);
+    EXPECT_EQ(c.groups_per_warp, kWarp / w.lanes);
+    const int64_t groups = 10 * 6;
+    const int64_t per_block = c.groups_per_warp * (c.threads / kWarp);
+    EXPECT_EQ(c.grid, (groups + per_block - 1) / per_block);
+  }
+}
+
+TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {
+  EXPECT_FALSE(make_quant_config(quant_problem(2, 8, 4, 12, 3)).vectorized);     // group 3
+  EXPECT_FALSE(make_quant_config(quant_problem(2, 8, 4, 2048, 2048)).vectorized);  // 8 chunks > kMaxChunks
+  QuantProblem p = quant_problem(2, 8, 4, 256, 128);
+  p.align.data_addr = 2;  // x starts 2 bytes off
+  EXPECT_FALSE(make_quant_config(p).vectorized);
+  p = quant_problem(2, 8, 4, 256, 128);
+  p.align.q_row_stride_bytes = 260;  // q rows not 8-byte aligned
+  EXPECT_FALSE(make_quant_config(p).vectorized);
+  const QuantConfig g = make_quant_config(quant_problem(2, 4, 4, 64, 16));
+  EXPECT_TRUE(g.vectorized);
+  QuantProblem e2 = quant_problem(2, 4, 4, 64, 16);
+  e2.align.data_row_stride_bytes = 130;
+  const QuantConfig ge = make_quant_config(e2);
+  EXPECT_FALSE(ge.vectorized);
+  EXPECT_EQ(ge.elems_per_lane, 2);  // one code byte per lane
+  EXPECT_EQ(ge.grid, 2);            // 16 groups, a warp each, 8 warps per block
+}
+
+TEST(QuantConfig, GridCapsAndEmpty) {
+  EXPECT_EQ(make_quant_config(quant_problem(2, 8, 0, 128, 128)).grid, 1);
+  EXPECT_EQ(make_quant_config(quant_problem(2, 8, int64_t{1} << 30, 128, 128)).grid, kMaxGrid);
+}
+
+TEST(DequantConfig, VectorWidthAndFallback) {
+  DequantProblem p;
+  p.out_bytes = 2;
+  p.rows = 3;
+  p.K = 256;
+  p.group = 128;
+  p.align = {0, 512, 0, 256};
+  DequantConfig c = make_dequant_config(p);
+  EXPECT_TRUE(c.vectorized);
+  EXPECT_EQ(c.vec, 8);
+  EXPECT_EQ(c.grid, 1);  // 96 vectors
+  p.group = 4;           // groups narrower than a vector
+  c = make_dequant_config(p);
+  EXPECT_FALSE(c.vectorized);
+  EXPECT_EQ(c.vec, 1);
+  EXPECT_EQ(c.grid, 3);  // 768 codes / 256 threads
+  p.group = 32;
+  p.code_bits = 4;
+  p.align.q_addr = 1;  // codes not 4-byte aligned
+  c = make_dequant_config(p);
+  EXPECT_FALSE(c.vectorized);
+  EXPECT_EQ(c.vec, 2);
+}
+
+// ---- exact rounding helpers ----------------------------------------------------------------------
+
+namespace {
+
+template <CodeFormat F>
+DType dtype_of() { return F == CodeFormat::e4m3 ? DType::e4m3 : DType::e2m1; }
+
+// Independent: nearest code of x / (a * b) computed in long double (exact for these inputs).
+template <CodeFormat F>
+uint64_t want_code(float x, float a, float b) {
+  return fp::nearest_code(dtype_of<F>(), static_cast<long double>(x) / (static_cast<long double>(a) * b));
+}
+
+template <CodeFormat F>
+void sweep_near_midpoints(check::Rng& rng, float a, float b) {
+  const DType dt = dtype_of<F>();
+  const long double D = static_cast<long double>(a) * b;
+  const float inv = 1.0f / (a * b);
+  int64_t bad = 0;
+  for (uint64_t c = 0; c + 1 < (dt == DType::e4m3 ? 0x7Eu : 0x7u); ++c) {
+    const long double mid = (fp::decode(dt, c) + fp::decode(dt, c + 1)) / 2;
+    for (int sign : {1, -1}) {
+      float x = static_cast<float>(sign * mid * D);
+      for (int j = 0; j < 6; ++j) {
+        const uint8_t got = quantize_exact<F>(x, inv, a, b);
+        if (got != want_code<F>(x, a, b) && bad++ < 5)
+          ADD_FAILURE() << "x " << x << " D " << static_cast<double>(D) << " got 0x" << std::hex << int{got}
+                        << " want 0x" << want_code<F>(x, a, b);
+        x = std::nextafter(x, rng.randint(0, 1) ? 1e30f : -1e30f);
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+}  // namespace
+
+TEST(QuantMath, QuantizeExactNextToEveryMidpoint) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int trial = 0; trial < 64; ++trial) {
+    const float s = static_cast<float>(rng.uniform(1.0, 2.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-30, 30))));
+    sweep_near_midpoints<CodeFormat::e4m3>(rng, 1.0f, s);  // fp8 f32 scale: divisor s
+    const float bs = static_cast<float>(fp::decode(DType::e4m3, static_cast<uint64_t>(rng.randint(1, 0x7E))));
+    sweep_near_midpoints<CodeFormat::e2m1>(rng, bs, s);    // nvfp4: block_scale * tensor_scale
+  }
+}
+
+// Round-to-nearest-even of a normal value to `mbits` mantissa bits (min exponent `emin`), in
+// long double: the independent model of one correct rounding to bf16 (7, -126) / f16 (10, -14).
+long double round_to_bits(long double v, int mbits, int emin) {
+  const int e = std::max(fp::floor_log2(std::fabs(v)), emin);
+  const long double ulp = fp::pow2(e - mbits);
+  return std::nearbyint(v / ulp) * ulp;  // default rounding mode: ties to even
+}
+
+TEST(QuantMath, MulRoundOddMakesTheSecondRoundingCorrect) {
+  TEJAS_SEEDED_TEST_RNG();
+  int64_t bad = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float a = static_cast<float>(fp::decode(DType::e4m3, static_cast<uint64_t>(rng.randint(1, 0x7E))));
+    const float b = static_cast<float>(rng.uniform(0.5, 1.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-20, 20))));
+    const long double exact = static_cast<long double>(a) * b;
+    const float odd = mul_round_odd(a, b);
+    for (DType t : {DType::bf16, DType::f16}) {
+      const bool bf = t == DType::bf16;
+      const long double got = bf ? num::bf16_to_f32(num::f32_to_bf16(odd)) : num::f16_to_f32(num::f32_to_f16(odd));
+      const long double want = bf ? round_to_bits(exact, 7, -126) : round_to_bits(exact, 10, -14);
+      if (got != want && !(!bf && std::fabs(exact) > 65504) && bad++ < 5)
+        ADD_FAILURE() << a << " * " << b << " -> " << dtype_name(t) << " got " << static_cast<double>(got)
+                      << " want " << static_cast<double>(want);
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(QuantMath, Ue8m0CeilAndMxExponent) {
+  // v / 448 exactly a power of two, just above one, and values whose RN quotient lands on one.
+  EXPECT_EQ(ue8m0_ceil_scale(448.0f), 127);
+  EXPECT_EQ(ue8m0_ceil_scale(std::nextafter(448.0f, 1e30f)), 128);
+  EXPECT_EQ(ue8m0_ceil_scale(std::nextafter(448.0f * 1024, 1e30f)), 138);
+  EXPECT_EQ(ue8m0_ceil_scale(std::nextafter(448.0f, 0.0f)), 127);
+  EXPECT_EQ(ue8m0_ceil_scale(static_cast<float>(1e-10)), 127 - 42);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e4m3>(448.0f), 0);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e4m3>(511.0f), 0);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e4m3>(512.0f), 1);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(6.0f), 0);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(0.0f), -127);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(std::ldexp(1.0f, -126)), -127);  // -128 clamped
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(std::ldexp(1.0f, -124)), -126);
+  EXPECT_EQ(mx_scale_exponent<CodeFormat::e4m3>(3.4e38f), 119);
+}

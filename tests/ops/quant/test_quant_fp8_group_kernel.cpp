@@ -1,0 +1,329 @@
+// quant_fp8_group / dequant_fp8_group kernels (emulator backend; cuda when a GPU is present)
+// against the reference backend. The kernels compute exactly (src/ops/quant/quant_math.h), so
+// codes, scales and outputs must match bit for bit: no tie tolerance is needed, and the
+// near-tie tests below build inputs whose quotients sit on or next to rounding midpoints.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "ops/quant/kernel_test_util.h"
+#include "support/seed.h"
+#include "tejas/quant.h"
+
+using namespace tejas;
+using namespace tejas::quanttest;
+
+namespace {
+
+constexpr int kGroup = 128;
+constexpr int kMagSpread = 8;  // per-group magnitudes 2^-8 .. 2^8 (inside f16's range)
+
+struct QuantCase {
+  DType x, scales;
+  std::vector<int64_t> shape;
+  int group = kGroup;
+  int64_t pad = 0;         // row padding (elements) of x, q and scales
+  int64_t x_misalign = 0;  // bytes past a 128-byte boundary
+  int64_t q_misalign = 0;
+};
+
+std::vector<int64_t> scale_shape(std::vector<int64_t> s, int64_t group) {
+  s.back() /= group;
+  return s;
+}
+
+void fill_grouped(PlacedTensor& x, check::Rng& rng, int64_t group) {
+  const int64_t K = x.shape().back();
+  double mag = 1;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if ((i % K) % group == 0) mag = std::ldexp(1.0, static_cast<int>(rng.randint(-kMagSpread, kMagSpread)));
+    x.set(i, rng.normal() * mag);
+  }
+}
+
+// Runs the case on `backend` and on the reference with the same x; codes and scales must agree.
+void check_quant(const QuantCase& c, const PlacedTensor& x) {
+  const auto ss = scale_shape(c.shape, c.group);
+  PlacedTensor q(DType::e4m3, c.shape, c.pad, c.q_misalign), s(c.scales, ss, c.pad);
+  PlacedTensor q_ref(DType::e4m3, c.shape), s_ref(c.scales, ss);
+  TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref, c.group));
+  TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s, c.group));
+  expect_same_bits(q, q_ref, "q");
+  expect_same_bits(s, s_ref, "scales");
+  EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
+  EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
+}
+
+void run_random(const QuantCase& c, check::Rng& rng) {
+  SCOPED_TRACE(testing::Message() << dtype_name(c.x) << " -> scales " << dtype_name(c.scales) << " shape "
+                                  << testing::PrintToString(c.shape) << " group " << c.group << " pad " << c.pad
+                                  << " misalign x " << c.x_misalign << " q " << c.q_misalign);
+  PlacedTensor x(c.x, c.shape, c.pad, c.x_misalign);
+  fill_grouped(x, rng, c.group);
+  check_quant(c, x);
+}
+
+}  // namespace
+
+TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
+    for (DType sd : {DType::f32, DType::ue8m0}) {
+      run_random({xd, sd, {1, 128}}, rng);
+      run_random({xd, sd, {3, 384}}, rng);
+      run_random({xd, sd, {19, 1152}}, rng);
+    }
+  }
+  run_random({DType::bf16, DType::f32, {1, 16384}}, rng);
+  run_random({DType::bf16, DType::ue8m0, {2, 3, 256}}, rng);
+}
+
+TEST(QuantFp8GroupKernel, OtherGroupSizes) {
+  TEJAS_SEEDED_TEST_RNG();
+  // 1 and 3: generic path (no 16-byte split); 16 .. 1024: vectorized with 2 .. 32 lanes and up
+  // to 4 chunks; 192: 8 lanes x 3 chunks; 2048: too large for registers (generic).
+  for (int group : {1, 3, 16, 64, 192, 256, 1024, 2048}) {
+    const int64_t K = group >= 1024 ? 2048 : 768;
+    run_random({DType::bf16, group % 2 ? DType::f32 : DType::ue8m0, {3, K}, group}, rng);
+    run_random({DType::f32, DType::f32, {2, K}, group}, rng);
+  }
+}
+
+TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
+  TEJAS_SEEDED_TEST_RNG();
+  // Row padding that keeps 16-byte rows (8 bf16) and padding that breaks them (5).
+  run_random({DType::bf16, DType::f32, {5, 256}, kGroup, 8}, rng);
+  run_random({DType::bf16, DType::ue8m0, {5, 256}, kGroup, 5}, rng);
+  run_random({DType::f32, DType::f32, {4, 384}, kGroup, 3}, rng);
+  // Views starting 2 bytes (x) / 1 byte (q) past an aligned address: the generic path.
+  run_random({DType::bf16, DType::f32, {3, 256}, kGroup, 0, 2, 0}, rng);
+  run_random({DType::f16, DType::ue8m0, {3, 256}, kGroup, 0, 0, 1}, rng);
+  run_random({DType::bf16, DType::f32, {2, 2, 128}, kGroup, 1, 2, 1}, rng);
+}
+
+TEST(QuantFp8GroupKernel, NonCollapsibleLeadingDims) {
+  TEJAS_SEEDED_TEST_RNG();
+  // x is a [2, 3, 128] slice of a [2, 4, 128] buffer: its rows do not share one stride.
+  PlacedTensor big(DType::bf16, {2, 4, 128});
+  fill_grouped(big, rng, kGroup);
+  TensorView x = big.view();
+  x.shape[1] = 3;
+  PlacedTensor q(DType::e4m3, {2, 3, 128}), s(DType::f32, {2, 3, 1});
+  PlacedTensor q_ref(DType::e4m3, {2, 3, 128}), s_ref(DType::f32, {2, 3, 1});
+  TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s));
+  TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref));
+  expect_same_bits(q, q_ref, "q");
+  expect_same_bits(s, s_ref, "scales");
+  EXPECT_EQ(detail::last_emulator_reports().size(), 2u);  // one launch per index of the outer dim
+}
+
+TEST(QuantFp8GroupKernel, NonFiniteZeroAndHuge) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (DType xd : {DType::f32, DType::bf16}) {
+    for (DType sd : {DType::f32, DType::ue8m0}) {
+      for (int64_t misalign : {0, 4}) {  // vectorized and generic paths
+        const QuantCase c{xd, sd, {3, 4 * kGroup}, kGroup, 0, misalign};
+        PlacedTensor x(xd, c.shape, 0, misalign);
+        fill_grouped(x, rng, kGroup);
+        x.set(130, kNaN);                       // row 0, group 1
+        x.set(3 * kGroup + 7, kInf);            // row 0, group 3: +-Inf saturate
+        x.set(3 * kGroup + 9, -kInf);
+        for (int64_t k = 0; k < kGroup; ++k) {  // row 1, group 0: zeros of both signs
+          x.set(4 * kGroup + k, k % 2 ? -0.0 : 0.0);
+          x.set(5 * kGroup + k, k % 3 ? 1e-12 : -3e-11);  // row 1, group 1: below kFp8MinAmax
+          x.set(6 * kGroup + k, (k % 2 ? -3.3e38 : 1e38) * (k + 1) / kGroup);  // group 2: huge
+        }
+        x.set(7 * kGroup + 5, kNaN);  // row 1, group 3: NaN next to Inf
+        x.set(7 * kGroup + 6, -kInf);
+        if (xd == DType::bf16) x.set(6 * kGroup, 0.0);  // bf16 overflow to Inf is fine too
+        check_quant(c, x);
+      }
+    }
+  }
+}
+
+// x / s within an ulp or two of e4m3 rounding midpoints: the exact-rounding branch.
+TEST(QuantFp8GroupKernel, NearTiesRoundExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int kRows = 24;
+  const QuantCase c{DType::f32, DType::f32, {kRows, kGroup}};
+  PlacedTensor x(DType::f32, c.shape);
+  int64_t near = 0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    const double amax = 448.0 * rng.uniform(1.0, 2.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-20, 20)));
+    const float s = static_cast<float>(static_cast<float>(amax) / 448.0);  // the kernel's scale
+    x.set(r * kGroup, static_cast<float>(amax));
+    for (int64_t k = 1; k < kGroup; ++k) {
+      // A random e4m3 midpoint below 448: (2m + 1) / 2 steps of a random binade.
+      const int e = static_cast<int>(rng.randint(-9, 7));
+      const double step = std::ldexp(1.0, std::max(e, -6) - 3);
+      const double lo = (e < -6 ? rng.randint(0, 6) : rng.randint(8, 14)) * step;
+      const double mid = (lo + step / 2) * (rng.randint(0, 1) ? 1 : -1);
+      float v = static_cast<float>(mid * s);
+      for (int64_t j = rng.randint(-2, 2); j != 0; j += j > 0 ? -1 : 1)
+        v = std::nextafter(v, j > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
+      x.set(r * kGroup + k, v);
+      near += std::fabs(static_cast<long double>(v) / s - mid) <= 0x1p-20L * std::fabs(mid);
+    }
+  }
+  EXPECT_GT(near, kRows * kGroup / 2) << "the inputs should sit next to midpoints";
+  check_quant(c, x);
+}
+
+TEST(QuantFp8GroupKernel, CountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 4, K = 1024;
+  constexpr double kIdeal16B = 16.0, kIdeal2B = 2.0, kIdeal8B = 8.0;
+  {  // vectorized: 16-byte loads of x, 8-byte stores of codes
+    PlacedTensor x(DType::bf16, {M, K}), q(DType::e4m3, {M, K}), s(DType::f32, {M, K / kGroup});
+    fill_grouped(x, rng, kGroup);
+    TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s));
+    const emu::Counters& c = last_counters();
+    EXPECT_EQ(c.sectors_per_load_request(), kIdeal16B);
+    EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(x.bytes()));
+    EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(q.bytes() + s.bytes()));
+    EXPECT_EQ(c.global_load_sectors, static_cast<uint64_t>(x.bytes() / 32));
+    EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+    // Code stores: 8 bytes per lane, 8 sectors per warp; plus one sector per scale store.
+    const uint64_t code_stores = static_cast<uint64_t>(q.bytes() / 256);
+    EXPECT_EQ(c.global_store_sectors, code_stores * static_cast<uint64_t>(kIdeal8B) + (c.global_store_requests - code_stores));
+  }
+  {  // generic (group too large for registers): 2-byte loads, two passes over L1
+    constexpr int kBig = 2048;
+    PlacedTensor x(DType::bf16, {2, kBig}), q(DType::e4m3, {2, kBig}), s(DType::ue8m0, {2, 1});
+    fill_grouped(x, rng, kBig);
+    TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s, kBig));
+    const emu::Counters& c = last_counters();
+    EXPECT_EQ(c.sectors_per_load_request(), kIdeal2B);
+    EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(x.bytes()));
+    EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(q.bytes() + s.bytes()));
+  }
+}
+
+// ---- dequant ------------------------------------------------------------------------------------
+
+namespace {
+
+struct DequantCase {
+  DType scales, out;
+  std::vector<int64_t> shape;
+  int group = kGroup;
+  int64_t pad = 0, out_misalign = 0, q_misalign = 0;
+};
+
+void fill_codes_and_scales(PlacedTensor& q, PlacedTensor& s, check::Rng& rng) {
+  for (int64_t i = 0; i < q.numel(); ++i) q.set_bits(i, static_cast<uint64_t>(rng.randint(0, 0xFF)));
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    if (s.dtype() == DType::f32) s.set(i, rng.uniform(0.5, 1.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-30, 8))));
+    else s.set_bits(i, static_cast<uint64_t>(rng.randint(90, 140)));
+  }
+}
+
+void check_dequant(const DequantCase& c, const PlacedTensor& q, const PlacedTensor& s) {
+  PlacedTensor out(c.out, c.shape, c.pad, c.out_misalign), out_ref(c.out, c.shape);
+  TEJAS_ASSERT_OK(dequant_fp8_group(backend_ctx(Backend::reference), q, s, out_ref, c.group));
+  TEJAS_ASSERT_OK(dequant_fp8_group(backend_ctx(Backend::emulator), q, s, out, c.group));
+  expect_same_bits(out, out_ref, "out");
+  EXPECT_TRUE(out.outside_untouched()) << "out: wrote outside its view";
+}
+
+void run_dequant(const DequantCase& c, check::Rng& rng) {
+  SCOPED_TRACE(testing::Message() << "scales " << dtype_name(c.scales) << " -> " << dtype_name(c.out) << " shape "
+                                  << testing::PrintToString(c.shape) << " group " << c.group << " pad " << c.pad
+                                  << " misalign out " << c.out_misalign << " q " << c.q_misalign);
+  PlacedTensor q(DType::e4m3, c.shape, c.pad, c.q_misalign), s(c.scales, scale_shape(c.shape, c.group), c.pad);
+  fill_codes_and_scales(q, s, rng);
+  check_dequant(c, q, s);
+}
+
+}  // namespace
+
+TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType sd : {DType::f32, DType::ue8m0}) {
+    for (DType od : {DType::bf16, DType::f16, DType::f32}) {
+      run_dequant({sd, od, {1, 128}}, rng);
+      run_dequant({sd, od, {3, 384}}, rng);
+      run_dequant({sd, od, {17, 640}}, rng);
+    }
+  }
+  run_dequant({DType::f32, DType::bf16, {1, 16384}}, rng);
+  for (int group : {1, 3, 4, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
+  run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
+  run_dequant({DType::f32, DType::f16, {4, 256}, kGroup, 3, 2, 0}, rng);
+  run_dequant({DType::f32, DType::bf16, {4, 256}, kGroup, 0, 0, 3}, rng);
+}
+
+// Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps
+// the final rounding correct.
+TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t kRows = 16;
+  const uint8_t codes[] = {0x3C, 0x3E, 0x3A, 0x44, 0x4A, 0xBB};  // 1.5, 1.75, 1.25, 3, 5, -1.375
+  for (DType od : {DType::bf16, DType::f16}) {
+    const int mbits = od == DType::bf16 ? 7 : 10;
+    PlacedTensor q(DType::e4m3, {kRows, kGroup}), s(DType::f32, {kRows, 1});
+    for (int64_t r = 0; r < kRows; ++r) {
+      const uint8_t code = codes[r % std::size(codes)];
+      const double cv = ref::decode(DType::e4m3, code);
+      // A midpoint of the output format: (1 + (2j + 1) / 2^(mbits + 1)) * 2^e.
+      const double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, (1 << mbits) - 1)) + 1) /
+                                  std::ldexp(1.0, mbits + 1)) *
+                         std::ldexp(1.0, static_cast<int>(rng.randint(-8, 8)));
+      float sv = static_cast<float>(mid / std::fabs(cv));
+      if (r % 3 == 1) sv = std::nextafter(sv, 0.0f);
+      if (r % 3 == 2) sv = std::nextafter(sv, 1e30f);
+      s.set(r, sv);
+      for (int64_t k = 0; k < kGroup; ++k) q.set_bits(r * kGroup + k, code);
+    }
+    check_dequant({DType::f32, od, {kRows, kGroup}}, q, s);
+  }
+}
+
+TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 4, K = 1024;
+  PlacedTensor q(DType::e4m3, {M, K}), s(DType::f32, {M, K / kGroup}), out(DType::bf16, {M, K});
+  fill_codes_and_scales(q, s, rng);
+  TEJAS_ASSERT_OK(dequant_fp8_group(backend_ctx(Backend::emulator), q, s, out));
+  const emu::Counters& c = last_counters();
+  EXPECT_EQ(c.sectors_per_store_request(), 16.0);  // 16-byte stores of out
+  EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(q.bytes() + s.bytes()));
+  EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(out.bytes()));
+  // Code loads are 8 bytes per lane (8 sectors per warp); each warp's scale load touches one
+  // sector (32 lanes x 8 outputs = 2 groups of 4-byte scales).
+  const uint64_t warps = static_cast<uint64_t>(M * K / 8 / 32);
+  EXPECT_EQ(c.global_load_sectors, static_cast<uint64_t>(q.bytes() / 32) + warps);
+  EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+}
+
+TEST(QuantFp8GroupKernel, CudaMatchesReference) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType sd : {DType::f32, DType::ue8m0}) {
+    {
+      PlacedTensor x(DType::bf16, {7, 4224});
+      fill_grouped(x, rng, kGroup);
+      PlacedTensor q(DType::e4m3, {7, 4224}), s(sd, {7, 33}), q_ref(DType::e4m3, {7, 4224}), s_ref(sd, {7, 33});
+      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref));
+      check::HostTensor xh(DType::bf16, {7, 4224}), qh(DType::e4m3, {7, 4224}), sh(sd, {7, 33});
+      for (int64_t i = 0; i < x.numel(); ++i) xh.set_bits_flat(i, x.bits(i));
+      check::DeviceMirror xd, qd, sdv;
+      TEJAS_ASSERT_OK(xd.upload(xh));
+      TEJAS_ASSERT_OK(qd.upload(qh));
+      TEJAS_ASSERT_OK(sdv.upload(sh));
+      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::cuda), xd.view(), qd.view(), sdv.view()));
+      TEJAS_ASSERT_OK(check::device_synchronize());
+      TEJAS_ASSERT_OK(qd.download(qh));
+      TEJAS_ASSERT_OK(sdv.download(sh));
+      for (int64_t i = 0; i < q.numel(); ++i) ASSERT_EQ(qh.bits_flat(i), q_ref.bits(i)) << "q " << i;
+      for (int64_t i = 0; i < s.numel(); ++i) ASSERT_EQ(sh.bits_flat(i), s_ref.bits(i)) << "scales " << i;
+    }
+  }
+}

@@ -1,0 +1,288 @@
+// quant_mx / dequant_mx kernels (mxfp8, mxfp4, nvfp4; emulator backend, cuda when a GPU is
+// present) against the reference backend, bit for bit (the kernels round exactly:
+// src/ops/quant/quant_math.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "ops/quant/kernel_test_util.h"
+#include "support/seed.h"
+#include "tejas/quant.h"
+
+using namespace tejas;
+using namespace tejas::quanttest;
+
+namespace {
+
+constexpr int kMagSpread = 8;
+constexpr double kNvfp4Range = 448.0 * 6.0;
+
+DType code_dtype(MxFormat f) { return f == MxFormat::mxfp8 ? DType::e4m3 : DType::e2m1; }
+DType scale_dtype(MxFormat f) { return f == MxFormat::nvfp4 ? DType::e4m3 : DType::ue8m0; }
+
+struct MxCase {
+  MxFormat f;
+  DType x;
+  std::vector<int64_t> shape;
+  int64_t pad = 0, x_misalign = 0, q_misalign = 0;
+};
+
+std::vector<int64_t> scale_shape(std::vector<int64_t> s, MxFormat f) {
+  s.back() /= mx_block_size(f);
+  return s;
+}
+
+void fill_blocks(PlacedTensor& x, check::Rng& rng, int64_t block) {
+  const int64_t K = x.shape().back();
+  double mag = 1;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if ((i % K) % block == 0) mag = std::ldexp(1.0, static_cast<int>(rng.randint(-kMagSpread, kMagSpread)));
+    x.set(i, rng.normal() * mag);
+  }
+}
+
+double max_abs(const PlacedTensor& x) {
+  double m = 0;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (std::isfinite(x.value(i))) m = std::max(m, std::fabs(x.value(i)));
+  return m;
+}
+
+void check_quant(const MxCase& c, const PlacedTensor& x, const PlacedTensor* ts) {
+  const auto ss = scale_shape(c.shape, c.f);
+  const DType qd = code_dtype(c.f), sd = scale_dtype(c.f);
+  PlacedTensor q(qd, c.shape, c.pad, c.q_misalign), s(sd, ss, c.pad), q_ref(qd, c.shape), s_ref(sd, ss);
+  const TensorView tsv = ts ? ts->view() : TensorView{};
+  TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), c.f, x, q_ref, s_ref, tsv));
+  TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), c.f, x, q, s, tsv));
+  expect_same_bits(q, q_ref, "q");
+  expect_same_bits(s, s_ref, "scales");
+  EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
+  EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
+}
+
+// tensor_scale as a caller would pick it (amax / (448 * 6)), times `ts_factor`.
+void run_random(const MxCase& c, check::Rng& rng, double ts_factor = 1.0) {
+  SCOPED_TRACE(testing::Message() << mx_format_name(c.f) << " " << dtype_name(c.x) << " shape "
+                                  << testing::PrintToString(c.shape) << " pad " << c.pad << " misalign x "
+                                  << c.x_misalign << " q " << c.q_misalign << " ts x" << ts_factor);
+  PlacedTensor x(c.x, c.shape, c.pad, c.x_misalign);
+  fill_blocks(x, rng, mx_block_size(c.f));
+  PlacedTensor ts(DType::f32, {1});
+  ts.set(0, static_cast<float>(max_abs(x) / kNvfp4Range * ts_factor));
+  check_quant(c, x, c.f == MxFormat::nvfp4 ? &ts : nullptr);
+}
+
+constexpr MxFormat kFormats[] = {MxFormat::mxfp8, MxFormat::mxfp4, MxFormat::nvfp4};
+
+}  // namespace
+
+TEST(QuantMxKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (MxFormat f : kFormats) {
+    for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
+      run_random({f, xd, {1, 32}}, rng);
+      run_random({f, xd, {3, 96}}, rng);
+      run_random({f, xd, {21, 544}}, rng);
+    }
+    run_random({f, DType::bf16, {1, 16384}}, rng);
+    run_random({f, DType::bf16, {2, 3, 64}}, rng);
+  }
+}
+
+TEST(QuantMxKernel, StridedAndMisalignedViews) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (MxFormat f : kFormats) {
+    run_random({f, DType::bf16, {5, 128}, 8}, rng);     // padded, rows stay 16-byte aligned
+    run_random({f, DType::bf16, {5, 128}, 2}, rng);     // padded, rows not aligned: generic
+    run_random({f, DType::bf16, {3, 64}, 0, 2, 0}, rng);  // x starts 2 bytes off
+    run_random({f, DType::f32, {3, 64}, 0, 0, 1}, rng);   // q starts 1 byte off
+  }
+}
+
+// nvfp4 with tensor_scale too small (block scales saturate at 448) and too large (block scales
+// underflow to 0: all-zero codes).
+TEST(QuantMxKernel, Nvfp4TensorScaleExtremes) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (double factor : {1e-3, 0.37, 3.0, 1e4}) run_random({MxFormat::nvfp4, DType::bf16, {4, 128}}, rng, factor);
+}
+
+TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  for (MxFormat f : kFormats) {
+    for (DType xd : {DType::f32, DType::bf16}) {
+      for (int64_t misalign : {0, 4}) {
+        const int64_t B = mx_block_size(f);
+        const MxCase c{f, xd, {2, 6 * B}, 0, misalign};
+        PlacedTensor x(xd, c.shape, 0, misalign);
+        fill_blocks(x, rng, B);
+        x.set(B + 3, kNaN);                    // row 0, block 1
+        x.set(2 * B + 1, kInf);                // row 0, block 2
+        x.set(2 * B + 2, -kInf);
+        for (int64_t k = 0; k < B; ++k) {
+          x.set(3 * B + k, k % 2 ? -0.0 : 0.0);                  // block 3: zeros
+          x.set(4 * B + k, std::ldexp(k % 3 ? 1.0 : -1.5, -130 + static_cast<int>(k % 5)));  // block 4: clamp
+          x.set(7 * B + k, (k % 2 ? -3e38 : 1e38) * (k + 1) / B);  // row 1, block 1: huge
+        }
+        x.set(8 * B, kNaN);  // row 1, block 2: NaN and Inf
+        x.set(8 * B + 1, kInf);
+        PlacedTensor ts(DType::f32, {1});
+        ts.set(0, 0.01);
+        check_quant(c, x, f == MxFormat::nvfp4 ? &ts : nullptr);
+      }
+    }
+  }
+}
+
+// nvfp4: x / (block_scale * tensor_scale) next to e2m1 midpoints, and amax / (6 * ts) next to e4m3
+// midpoints (the block scale's own rounding).
+TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t kRows = 16, B = 16;
+  const double e2m1_mids[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
+  PlacedTensor x(DType::f32, {kRows, 4 * B}), ts(DType::f32, {1});
+  const float tsv = static_cast<float>(rng.uniform(0.01, 0.1));
+  ts.set(0, tsv);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t b = 0; b < 4; ++b) {
+      // A block scale code in the normal e4m3 range, then amax on (or next to) a block-scale midpoint.
+      const uint64_t bs_code = static_cast<uint64_t>(rng.randint(0x20, 0x70));
+      const double bs = ref::decode(DType::e4m3, bs_code);
+      const double amax_mid = (bs + ref::decode(DType::e4m3, bs_code + 1)) / 2 * 6 * tsv;
+      float amax = static_cast<float>(amax_mid);
+      if (b % 2) amax = std::nextafter(amax, 0.0f);
+      for (int64_t k = 0; k < B; ++k) {
+        const double mid = e2m1_mids[rng.randint(0, 6)] * (rng.randint(0, 1) ? 1 : -1);
+        float v = static_cast<float>(mid * bs * tsv);
+        const int64_t j = rng.randint(-2, 2);
+        for (int64_t n = 0; n < std::abs(j); ++n) v = std::nextafter(v, j > 0 ? 1e30f : -1e30f);
+        x.set(r * 4 * B + b * B + k, k == 0 ? amax : v);
+      }
+    }
+  }
+  check_quant({MxFormat::nvfp4, DType::f32, {kRows, 4 * B}}, x, &ts);
+}
+
+TEST(QuantMxKernel, CountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 4, K = 1024;
+  for (MxFormat f : kFormats) {
+    SCOPED_TRACE(mx_format_name(f));
+    PlacedTensor x(DType::bf16, {M, K}), q(code_dtype(f), {M, K}), s(scale_dtype(f), scale_shape({M, K}, f));
+    fill_blocks(x, rng, mx_block_size(f));
+    PlacedTensor ts(DType::f32, {1});
+    ts.set(0, max_abs(x) / kNvfp4Range);
+    const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
+    TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), f, x, q, s, tsv));
+    const emu::Counters& c = last_counters();
+    // x: 16-byte lanes, 16 sectors per warp request; nvfp4 adds one 1-sector tensor_scale load
+    // per warp.
+    const uint64_t x_requests = static_cast<uint64_t>(x.bytes() / 512);
+    const uint64_t ts_requests = c.global_load_requests - x_requests;
+    EXPECT_EQ(ts_requests, f == MxFormat::nvfp4 ? static_cast<uint64_t>(M * K / 8 / 32) : 0u);
+    EXPECT_EQ(c.global_load_sectors, x_requests * 16 + ts_requests);
+    const uint64_t ts_bytes = f == MxFormat::nvfp4 ? sizeof(float) : 0;
+    EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(x.bytes()) + ts_bytes);
+    EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(q.bytes() + s.bytes()));
+    EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+  }
+}
+
+// ---- dequant ------------------------------------------------------------------------------------
+
+namespace {
+
+void run_dequant(MxFormat f, DType od, std::vector<int64_t> shape, check::Rng& rng, int64_t pad = 0,
+                 int64_t out_misalign = 0) {
+  SCOPED_TRACE(testing::Message() << mx_format_name(f) << " -> " << dtype_name(od) << " shape "
+                                  << testing::PrintToString(shape) << " pad " << pad << " misalign " << out_misalign);
+  PlacedTensor q(code_dtype(f), shape, pad), s(scale_dtype(f), scale_shape(shape, f), pad), ts(DType::f32, {1});
+  const uint64_t max_code = f == MxFormat::mxfp8 ? 0xFF : 0xF;
+  for (int64_t i = 0; i < q.numel(); ++i) q.set_bits(i, static_cast<uint64_t>(rng.randint(0, static_cast<int64_t>(max_code))));
+  for (int64_t i = 0; i < s.numel(); ++i)
+    s.set_bits(i, static_cast<uint64_t>(f == MxFormat::nvfp4 ? rng.randint(0, 0xFF) : rng.randint(100, 150)));
+  ts.set(0, rng.uniform(1e-3, 1.0));
+  const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
+  PlacedTensor out(od, shape, pad, out_misalign), out_ref(od, shape);
+  TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), f, q, s, tsv, out_ref));
+  TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::emulator), f, q, s, tsv, out));
+  expect_same_bits(out, out_ref, "out");
+  EXPECT_TRUE(out.outside_untouched()) << "out: wrote outside its view";
+}
+
+}  // namespace
+
+TEST(DequantMxKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (MxFormat f : kFormats) {
+    for (DType od : {DType::bf16, DType::f16, DType::f32}) {
+      run_dequant(f, od, {1, 32}, rng);
+      run_dequant(f, od, {3, 96}, rng);
+      run_dequant(f, od, {13, 640}, rng);
+    }
+    run_dequant(f, DType::bf16, {1, 16384}, rng);
+    run_dequant(f, DType::bf16, {4, 128}, rng, 8);
+    run_dequant(f, DType::f32, {4, 128}, rng, 2);
+    run_dequant(f, DType::bf16, {4, 128}, rng, 0, 2);
+  }
+}
+
+TEST(DequantMxKernel, CountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 4, K = 1024;
+  PlacedTensor q(DType::e2m1, {M, K}), s(DType::ue8m0, {M, K / 32}), out(DType::bf16, {M, K});
+  for (int64_t i = 0; i < q.numel(); ++i) q.set_bits(i, static_cast<uint64_t>(rng.randint(0, 0xF)));
+  for (int64_t i = 0; i < s.numel(); ++i) s.set_bits(i, static_cast<uint64_t>(rng.randint(100, 150)));
+  TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::emulator), MxFormat::mxfp4, q, s, TensorView{}, out));
+  const emu::Counters& c = last_counters();
+  EXPECT_EQ(c.sectors_per_store_request(), 16.0);
+  EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(q.bytes() + s.bytes()));
+  EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(out.bytes()));
+  // Codes: 4 bytes per lane (4 sectors per warp); scales: 32 lanes x 8 outputs = 8 blocks, one sector.
+  const uint64_t warps = static_cast<uint64_t>(M * K / 8 / 32);
+  EXPECT_EQ(c.global_load_sectors, warps * 4 + warps);
+}
+
+TEST(QuantMxKernel, BadTensorScaleRejectedBeforeAnyWrite) {
+  PlacedTensor x(DType::bf16, {2, 32}), q(DType::e2m1, {2, 32}), s(DType::e4m3, {2, 2}), ts(DType::f32, {1});
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 1.0);
+  ts.set(0, 0.0);
+  const Status st = quant_mx(backend_ctx(Backend::emulator), MxFormat::nvfp4, x, q, s, ts);
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_EQ(st.message().rfind("quant_mx: tensor_scale: expected", 0), 0u) << st.message();
+  for (int64_t i = 0; i < q.numel(); ++i) ASSERT_EQ(q.bits(i), 0xFu);
+  for (int64_t i = 0; i < s.numel(); ++i) ASSERT_EQ(s.bits(i), 0xFFu);
+}
+
+TEST(QuantMxKernel, CudaMatchesReference) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 9, K = 7168;
+  for (MxFormat f : kFormats) {
+    SCOPED_TRACE(mx_format_name(f));
+    check::HostTensor x(DType::bf16, {M, K}), q(code_dtype(f), {M, K}), s(scale_dtype(f), scale_shape({M, K}, f));
+    check::HostTensor q_ref(code_dtype(f), {M, K}), s_ref(scale_dtype(f), scale_shape({M, K}, f));
+    check::HostTensor ts(DType::f32, {1});
+    check::fill_normal(x, rng);
+    ts.set_flat(0, 4.0 / kNvfp4Range);
+    const bool nv = f == MxFormat::nvfp4;
+    TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, nv ? ts.view() : TensorView{}));
+    check::DeviceMirror xd, qd, sd, tsd;
+    TEJAS_ASSERT_OK(xd.upload(x));
+    TEJAS_ASSERT_OK(qd.upload(q));
+    TEJAS_ASSERT_OK(sd.upload(s));
+    TEJAS_ASSERT_OK(tsd.upload(ts));
+    TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::cuda), f, xd.view(), qd.view(), sd.view(), nv ? tsd.view() : TensorView{}));
+    TEJAS_ASSERT_OK(check::device_synchronize());
+    TEJAS_ASSERT_OK(qd.download(q));
+    TEJAS_ASSERT_OK(sd.download(s));
+    EXPECT_TRUE(check::compare_exact(q, q_ref).ok) << check::compare_exact(q, q_ref).message;
+    EXPECT_TRUE(check::compare_exact(s, s_ref).ok) << check::compare_exact(s, s_ref).message;
+  }
+}

@@ -1,0 +1,151 @@
+// The rope family's config function: vector width from sizes and alignments, thread mapping.
+#include <gtest/gtest.h>
+
+#include "ops/rope/config.h"
+
+using namespace tejas;
+using namespace tejas::rotary;
+
+namespace {
+
+constexpr int kBf16 = 2, kF32 = 4, kFp8 = 1;
+
+RopeProblem llama(int64_t T) {  // Llama-3 8B: 32 q heads, 8 kv heads, D = rotary = 128, bf16, f32 cache
+  RopeProblem p;
+  p.elem_bytes = kBf16;
+  p.cos_elem_bytes = kF32;
+  p.T = T;
+  p.Hq = 32;
+  p.Hk = 8;
+  p.D = p.rotary_dim = 128;
+  p.sections[0] = 64;
+  return p;
+}
+
+TEST(RopeConfig, VectorCandidates) {
+  EXPECT_EQ(vec_candidate(kBf16, 0), 8);
+  EXPECT_EQ(vec_candidate(kBf16, 1), 2);
+  EXPECT_EQ(vec_candidate(kBf16, 2), 1);
+  EXPECT_EQ(vec_candidate(kF32, 0), 4);
+  EXPECT_EQ(vec_candidate(kF32, 1), 1);
+  EXPECT_EQ(vec_candidate(kF32, 3), 0);
+}
+
+TEST(RopeConfig, AlignedLlamaTakesSixteenByteVectors) {
+  const RopeConfig c = choose_config(llama(1));
+  EXPECT_EQ(c.vec, 8);
+  EXPECT_EQ(c.rot_cols, 8);  // 64 pairs / 8
+  EXPECT_EQ(c.pass_cols, 0);
+  EXPECT_EQ(c.col_threads, 8);
+  EXPECT_EQ(c.head_lanes, 40);  // every head of the token at once
+  EXPECT_EQ(c.tokens_per_block, 1);
+  EXPECT_EQ(c.threads, 320);
+  EXPECT_EQ(c.blocks, 1);
+  EXPECT_EQ(choose_config(llama(4096)).blocks, 4096);
+}
+
+TEST(RopeConfig, GptjColumnsHoldHalfAVectorOfPairs) {
+  RopeProblem p = llama(1);
+  p.interleaved = true;
+  RopeConfig c = choose_config(p);
+  EXPECT_EQ(c.vec, 8);  // 8 contiguous elements = 4 interleaved pairs
+  EXPECT_EQ(c.pairs, 4);
+  EXPECT_EQ(c.rot_cols, 16);
+  p.rotary_dim = 6;  // 3 pairs: vec 2 holds one pair
+  p.sections[0] = 3;
+  c = choose_config(p);
+  EXPECT_EQ(c.vec, 2);
+  EXPECT_EQ(c.pairs, 1);
+  p.qk_align = 2;  // a pair loaded as two scalars
+  c = choose_config(p);
+  EXPECT_EQ(c.vec, 1);
+  EXPECT_EQ(c.pairs, 1);
+  EXPECT_EQ(c.rot_cols, 3);
+}
+
+TEST(RopeConfig, NarrowerVectorsForOddHalvesAndMisalignment) {
+  RopeProblem p = llama(3);
+  p.rotary_dim = 72;  // 36 pairs: not a multiple of 8, a multiple of 2
+  p.sections[0] = 36;
+  EXPECT_EQ(choose_config(p).vec, 2);
+  p.rotary_dim = 70;  // 35 pairs: one element at a time
+  p.sections[0] = 35;
+  EXPECT_EQ(choose_config(p).vec, 1);
+  p = llama(3);
+  p.qk_align = 4;  // a view starting 4 bytes into a buffer
+  EXPECT_EQ(choose_config(p).vec, 2);
+  p.qk_align = 2;
+  EXPECT_EQ(choose_config(p).vec, 1);
+  p = llama(3);
+  p.cos_align = 8;  // f32 cache rows 8-byte aligned: 16-byte cache loads impossible
+  EXPECT_EQ(choose_config(p).vec, 2);
+}
+
+TEST(RopeConfig, MropeSectionsBoundColumns) {
+  RopeProblem p = llama(5);
+  p.sections[0] = 16;
+  p.sections[1] = 24;
+  p.sections[2] = 24;  // Qwen2-VL: every section a multiple of 8
+  EXPECT_EQ(choose_config(p).vec, 8);
+  p.sections[0] = 18;
+  p.sections[1] = 22;  // a column of 8 would straddle rows
+  EXPECT_EQ(choose_config(p).vec, 2);
+}
+
+TEST(RopeConfig, KvCacheWriteAddsTailColumns) {
+  RopeProblem p = llama(2);
+  p.kv_cache_elem_bytes = kFp8;
+  p.rotary_dim = 64;  // partial rotary: 64 tail dims go to the cache
+  p.sections[0] = 32;
+  RopeConfig c = choose_config(p);
+  EXPECT_EQ(c.vec, 8);
+  EXPECT_EQ(c.rot_cols, 4);
+  EXPECT_EQ(c.pass_cols, 8);
+  p.kv_cache_align = 4;  // fp8 rows of 8 codes need 8-byte alignment
+  EXPECT_EQ(choose_config(p).vec, 2);
+  p = llama(2);
+  p.kv_cache_elem_bytes = kBf16;
+  p.D = 132;  // 4 tail dims: vec 8 does not divide them
+  EXPECT_EQ(choose_config(p).vec, 2);
+}
+
+TEST(RopeConfig, SmallGroupsShareBlocksAndHugeRowsLoop) {
+  RopeProblem p = llama(1000);
+  p.Hq = 1;
+  p.Hk = 0;
+  p.D = p.rotary_dim = 16;  // one column per head
+  p.sections[0] = 8;
+  RopeConfig c = choose_config(p);
+  EXPECT_EQ(c.threads, c.col_threads * c.head_lanes * c.tokens_per_block);
+  EXPECT_EQ(c.tokens_per_block, kTargetBlockThreads);
+  EXPECT_EQ(c.blocks, 4);  // ceil(1000 / 256)
+  p.T = 1;
+  EXPECT_EQ(choose_config(p).tokens_per_block, 1);
+  p.T = 100;
+  p.Hq = 48;  // a group of 48 threads: 5 tokens would leave a half warp, 4 fill 6 warps
+  c = choose_config(p);
+  EXPECT_EQ(c.col_threads * c.head_lanes, 48);
+  EXPECT_EQ(c.tokens_per_block, 4);
+  EXPECT_EQ(c.threads % kWarpSize, 0);
+  p = llama(1);
+  p.D = p.rotary_dim = 4098;  // 2049 pairs, odd: vec 1, more columns than threads
+  p.sections[0] = 2049;
+  c = choose_config(p);
+  EXPECT_EQ(c.vec, 1);
+  EXPECT_EQ(c.col_threads, kMaxGroupThreads);
+  EXPECT_EQ(c.head_lanes, 1);
+  EXPECT_LE(c.threads, kMaxGroupThreads);
+}
+
+TEST(RopeConfig, AlignmentOfViews) {
+  alignas(16) static uint16_t buf[64];
+  TensorView t = TensorView::contiguous(buf, DType::bf16, {2, 8});
+  EXPECT_EQ(alignment_of(t), 16);
+  t.stride[0] = 10;  // 20-byte rows
+  EXPECT_EQ(alignment_of(t), 4);
+  t = TensorView::contiguous(buf + 1, DType::bf16, {2, 8});
+  EXPECT_EQ(alignment_of(t), 2);
+  EXPECT_EQ(alignment_of(TensorView{}), 16);
+}
+
+}  // namespace

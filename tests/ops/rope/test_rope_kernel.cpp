@@ -1,0 +1,235 @@
+// rope kernels (emulator, and cuda when a GPU is present) against the reference backend on
+// seeded random inputs: both styles, every dtype pair, tails (rotary_dim / 2 not a multiple of
+// the vector), partial rotary, absent k, strided heads, misaligned views, T = 1 .. a few dozen,
+// and one 16384-wide token; emulator counters (coalescing, compulsory bytes, no findings).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "ops/common/emu_launch.h"
+#include "ops/norm/op_checks.h"
+#include "ops/rope/rope_test_util.h"
+#include "support/seed.h"
+#include "tejas/rope.h"
+
+using namespace tejas;
+using check::HostTensor;
+using ropetest::backend_ctx;
+using ropetest::make_cache;
+
+namespace {
+
+constexpr int64_t kMaxPos = 64;
+constexpr int64_t kSectorBytes = 32;
+constexpr int64_t kSlack = kSectorBytes;  // spare elements for moving a view onto a sector
+
+// A bf16 view of `shape` inside `buf` that starts on a 32-byte sector (sector counts depend on it).
+TensorView sector_aligned(HostTensor& buf, std::initializer_list<int64_t> shape) {
+  const auto addr = reinterpret_cast<uintptr_t>(buf.view().data);
+  const int64_t skip_bytes = (kSectorBytes - static_cast<int64_t>(addr % kSectorBytes)) % kSectorBytes;
+  return ropetest::view_at(buf, skip_bytes / 2, shape);
+}
+
+struct Shape {
+  int64_t T, Hq, Hk, D, rotary, pad;  // Hk = 0: no k; pad: extra elements per head row
+};
+// Tails: rotary/2 = 1, 3, 5, 36 (vec 2), 65 (vec 1); partial rotary; padded heads; 128 x 128 = 16384 at T = 1.
+constexpr Shape kShapes[] = {{1, 1, 1, 2, 2, 0},    {3, 4, 2, 64, 64, 0},   {37, 2, 1, 16, 8, 4},
+                             {5, 3, 0, 128, 32, 0}, {3, 2, 2, 10, 6, 6},    {2, 1, 3, 130, 130, 2},
+                             {24, 4, 4, 72, 72, 0}, {1, 128, 0, 128, 128, 0}};
+
+std::string label(const Shape& s, DType qt, DType ct, RopeStyle style) {
+  return ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hq, s.Hk, s.D, s.rotary, s.pad}) + " " +
+         std::string(dtype_name(qt)) + " cache " + std::string(dtype_name(ct)) +
+         (style == RopeStyle::neox ? " neox" : " gptj");
+}
+
+struct Inputs {
+  HostTensor pos, cache, q, k;
+};
+
+Inputs make_inputs(check::Rng& rng, const Shape& s, DType qt, DType ct) {
+  Inputs in{HostTensor(s.T % 2 ? DType::i64 : DType::i32, {s.T}), make_cache(kMaxPos, s.rotary, ct),
+            HostTensor(qt, {s.T, s.Hq, s.D}, s.pad), HostTensor(qt, {s.T, s.Hk ? s.Hk : 1, s.D}, s.pad)};
+  check::fill_randint(in.pos, rng, 0, kMaxPos - 1);
+  check::fill_normal(in.q, rng);
+  check::fill_normal(in.k, rng);
+  return in;
+}
+
+// Runs rope on `backend` (emulator or cuda) and on the reference with the same inputs; compares.
+void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeStyle style, Backend backend) {
+  SCOPED_TRACE(label(s, qt, ct, style));
+  Inputs in = make_inputs(rng, s, qt, ct);
+  HostTensor q_ref(qt, {s.T, s.Hq, s.D}, s.pad), k_ref(qt, {s.T, s.Hk ? s.Hk : 1, s.D}, s.pad);
+  q_ref.copy_from(in.q);
+  k_ref.copy_from(in.k);
+  const auto k_before = optest::bits_of(in.k);
+  const auto kv = [&](const HostTensor& k) { return s.Hk ? k.view() : TensorView{}; };
+  TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), in.pos, q_ref, kv(k_ref), in.cache, style));
+  if (backend == Backend::emulator) {
+    TEJAS_ASSERT_OK(rope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, style));
+  } else {
+    check::DeviceMirror pos, cache, q, k;
+    TEJAS_ASSERT_OK(pos.upload(in.pos));
+    TEJAS_ASSERT_OK(cache.upload(in.cache));
+    TEJAS_ASSERT_OK(q.upload(in.q));
+    TEJAS_ASSERT_OK(k.upload(in.k));
+    TEJAS_ASSERT_OK(rope(backend_ctx(backend), pos.view(), q.view(), s.Hk ? k.view() : TensorView{}, cache.view(), style));
+    TEJAS_ASSERT_OK(check::device_synchronize());
+    TEJAS_ASSERT_OK(q.download(in.q));
+    TEJAS_ASSERT_OK(k.download(in.k));
+    bool intact = false;
+    TEJAS_ASSERT_OK(q.guards_intact(&intact));
+    EXPECT_TRUE(intact) << "q device guards";
+  }
+  const check::Tolerance tol = ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1);
+  auto r = check::compare(in.q, q_ref, tol);
+  EXPECT_TRUE(r.ok) << "q: " << r.message;
+  if (s.Hk) {
+    r = check::compare(in.k, k_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(k_ref) + 1));
+    EXPECT_TRUE(r.ok) << "k: " << r.message;
+  } else {
+    EXPECT_TRUE(optest::unchanged(in.k, k_before)) << "absent k";
+  }
+  EXPECT_TRUE(in.q.padding_intact() && in.k.padding_intact() && in.q.guards_intact() && in.k.guards_intact());
+}
+
+void run_all(check::Rng& rng, Backend backend) {
+  for (const Shape& s : kShapes)
+    for (DType qt : {DType::bf16, DType::f16, DType::f32})
+      for (DType ct : {DType::f32, qt}) {
+        if (ct == qt && qt == DType::f32 && &s != &kShapes[0]) continue;  // f32/f32 listed once
+        for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) run_and_compare(rng, s, qt, ct, style, backend);
+      }
+}
+
+TEST(RopeKernel, EmulatorMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::emulator);
+}
+
+TEST(RopeKernel, CudaMatchesReference) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::cuda);
+}
+
+// Views starting 2 and 4 bytes into a buffer (bf16): the one-element and 4-byte paths.
+TEST(RopeKernel, MisalignedViewsTakeNarrowerVectors) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 5, Hq = 3, Hk = 2, D = 64;
+  const HostTensor cache = make_cache(kMaxPos, D, DType::f32);
+  for (int64_t offset : {1, 2}) {
+    for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+      SCOPED_TRACE(::testing::Message() << "offset " << offset << " elements");
+      HostTensor pos(DType::i32, {T}), qbuf(DType::bf16, {T * Hq * D + 8}), kbuf(DType::bf16, {T * Hk * D + 8});
+      check::fill_randint(pos, rng, 0, kMaxPos - 1);
+      check::fill_normal(qbuf, rng);
+      check::fill_normal(kbuf, rng);
+      const TensorView q = ropetest::view_at(qbuf, offset, {T, Hq, D}), k = ropetest::view_at(kbuf, offset, {T, Hk, D});
+      HostTensor q_ref = ropetest::gather(q), k_ref = ropetest::gather(k);
+      const auto qbuf_before = optest::bits_of(qbuf);
+      TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), pos, q_ref, k_ref, cache, style));
+      TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, style));
+      const check::Tolerance tol = ropetest::kernel_tolerance(DType::bf16, ropetest::max_pair_sum(q_ref) + 1);
+      auto r = check::compare(ropetest::gather(q), q_ref, tol);
+      EXPECT_TRUE(r.ok) << "q: " << r.message;
+      r = check::compare(ropetest::gather(k), k_ref, tol);
+      EXPECT_TRUE(r.ok) << "k: " << r.message;
+      EXPECT_TRUE(qbuf.guards_intact() && kbuf.guards_intact());
+      for (int64_t i = 0; i < qbuf.numel(); ++i) {  // elements outside the view keep their bits
+        const bool outside = i < offset || i >= offset + T * Hq * D;
+        if (outside) {
+          EXPECT_EQ(qbuf.bits_flat(i), qbuf_before[static_cast<size_t>(i)]) << i;
+        }
+      }
+    }
+  }
+}
+
+// T = 1, 32 heads of D = rotary = 128 (bf16, f32 cache, distinct positions): each warp covers
+// four heads x eight 16-byte columns. Per warp, by the access pattern: two q/k loads of 16
+// sectors (4 heads x 128 contiguous bytes), cos and sin as two 16-byte halves each of 8 sectors
+// (eight 32-byte column slices), one broadcast position (1 sector); stores: two of 16 sectors.
+TEST(RopeKernel, EmulatorCountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 1, Hq = 28, Hk = 4, D = 128, kWarps = (Hq + Hk) / 4;
+  const HostTensor cache = make_cache(kMaxPos, D, DType::f32);
+  HostTensor pos(DType::i64, {T}), qbuf(DType::bf16, {T * Hq * D + kSlack}), kbuf(DType::bf16, {T * Hk * D + kSlack});
+  check::fill_randint(pos, rng, 0, kMaxPos - 1);
+  check::fill_normal(qbuf, rng);
+  check::fill_normal(kbuf, rng);
+  const TensorView q = sector_aligned(qbuf, {T, Hq, D}), k = sector_aligned(kbuf, {T, Hk, D});
+  TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::neox));
+  const auto& reports = detail::last_emulator_reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const emu::Counters& c = reports[0].counters;
+  EXPECT_TRUE(reports[0].ok()) << reports[0].summary();
+  const uint64_t qk_bytes = (Hq + Hk) * D * 2, cache_row = D * 4;
+  EXPECT_EQ(c.global_bytes_read_unique, qk_bytes + cache_row + 8);  // + one i64 position
+  EXPECT_EQ(c.global_bytes_written_unique, qk_bytes);
+  EXPECT_EQ(c.global_store_requests, kWarps * 2);
+  EXPECT_DOUBLE_EQ(c.sectors_per_store_request(), 16.0);
+  EXPECT_EQ(c.global_load_requests, kWarps * (2 + 4 + 1));
+  EXPECT_EQ(c.global_load_sectors, kWarps * (2 * 16 + 4 * 8 + 1));
+  EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+}
+
+// Many tokens with a partial rotary: nothing outside the rotary dims is read or written (unique
+// bytes), and a warp's vectors fill whole sectors on stores (head rows 32-byte aligned).
+TEST(RopeKernel, EmulatorReadsAndWritesOnlyTheRotaryDims) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 40, Hq = 4, Hk = 2, D = 128, kRotary = 64;
+  const HostTensor cache = make_cache(T, kRotary, DType::bf16);
+  HostTensor pos(DType::i32, {T}), qbuf(DType::bf16, {T * Hq * D + kSlack}), kbuf(DType::bf16, {T * Hk * D + kSlack});
+  for (int64_t t = 0; t < T; ++t) pos.set({t}, static_cast<double>(T - 1 - t));  // distinct rows
+  check::fill_normal(qbuf, rng);
+  check::fill_normal(kbuf, rng);
+  const TensorView q = sector_aligned(qbuf, {T, Hq, D}), k = sector_aligned(kbuf, {T, Hk, D});
+  TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::gptj));
+  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  const uint64_t qk = T * (Hq + Hk) * kRotary * 2;
+  EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + T * kRotary * 2 + T * 4);
+  EXPECT_EQ(rep.counters.global_bytes_written_unique, qk);
+  // gptj: 8 columns of 8 elements (4 pairs) per head = 128 contiguous bytes; a warp spans 4
+  // heads: 16 sectors per request.
+  EXPECT_DOUBLE_EQ(rep.counters.sectors_per_store_request(), 16.0);
+}
+
+TEST(RopeKernel, EmulatorPropagatesNonFiniteLikeTheReference) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  const HostTensor cache = make_cache(8, 16, DType::f32);
+  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 1, 16}), q_ref(DType::bf16, {2, 1, 16});
+  pos.set({0}, 3.0);
+  pos.set({1}, 0.0);
+  for (int64_t i = 0; i < q.numel(); ++i) q.set_flat(i, 1.0);
+  q.set({0, 0, 1}, kNaN);
+  q.set({1, 0, 2}, kInf);
+  q_ref.copy_from(q);
+  TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), pos, q_ref, TensorView{}, cache, RopeStyle::neox));
+  TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, TensorView{}, cache, RopeStyle::neox));
+  const auto r = check::compare(q, q_ref, ropetest::kernel_tolerance(DType::bf16, 2.0));
+  EXPECT_TRUE(r.ok) << r.message;
+  EXPECT_TRUE(std::isnan(q.get({1, 0, 10})));  // 1 * 1 + Inf * 0
+}
+
+TEST(RopeKernel, PositionsCheckedOnlyInDebugMode) {
+  const HostTensor cache = make_cache(4, 4, DType::f32);
+  HostTensor pos(DType::i32, {1}), q(DType::f32, {1, 1, 4});
+  pos.set({0}, 9.0);  // out of range
+  for (int64_t i = 0; i < 4; ++i) q.set_flat(i, 1.0);
+  const auto before = optest::bits_of(q);
+  ExecContext ctx = backend_ctx(Backend::emulator);
+  ctx.debug_checks = true;
+  TEJAS_EXPECT_INVALID(rope(ctx, pos, q, TensorView{}, cache, RopeStyle::neox), "rope: positions: expected values in [0, 4)");
+  EXPECT_TRUE(optest::unchanged(q, before));
+  ctx.backend = Backend::cuda;
+  TEJAS_EXPECT_INVALID(rope(ctx, pos, q, TensorView{}, cache, RopeStyle::neox), "rope: positions: expected a cuda tensor");
+}
+
+}  // namespace

@@ -1,0 +1,208 @@
+// rope_kv_cache_write kernels (emulator; cuda when present) against the reference: q and k within
+// one unit of the reference, cache rows equal to the kernel's own stored k (and v) - bit for bit
+// for bf16/f16 caches, fp8 codes exact except at rounding ties - and rows of skipped tokens and
+// unused slots untouched. Shapes with tails, partial rotary, both styles, misaligned views, one
+// 16384-wide token; emulator counters: compulsory bytes only, coalesced stores, no findings.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "ops/common/emu_launch.h"
+#include "ops/common/ref_numeric.h"
+#include "ops/norm/op_checks.h"
+#include "ops/rope/kv_cache_test_util.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using check::HostTensor;
+using ropetest::KvBuffers;
+using ropetest::KvShape;
+
+namespace {
+
+constexpr int64_t kMaxPos = 40;
+// An fp8 code may differ from the float64 rounding only when the f32 quotient x / scale sits on
+// the midpoint between two codes while the exact quotient does not: then the exact value lies
+// within an f32 rounding (2^-24 relative) of that midpoint. 2^-20 leaves margin, nothing more.
+constexpr long double kTieRel = 0x1p-20L;
+
+// Cache code `got` for the exact value x / scale: equal to the reference encoding, or its
+// neighbour when x / scale is (within kTieRel) a midpoint between the two.
+::testing::AssertionResult code_ok(DType dt, uint64_t got, long double exact) {
+  const uint64_t want = ref::encode(dt, static_cast<double>(exact));
+  if (got == want) return ::testing::AssertionSuccess();
+  const double g = ref::decode(dt, got), w = ref::decode(dt, want);
+  if (std::isnan(g) && std::isnan(w)) return ::testing::AssertionSuccess();  // NaN code sign is unspecified
+  if (check::ulp_distance(dt, got, want) == 1) {
+    const long double mid = (static_cast<long double>(g) + w) / 2;
+    if (std::fabs(exact - mid) <= kTieRel * std::fabs(mid)) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "code 0x" << std::hex << got << " (" << g << ") want 0x" << want << " (" << w
+                                       << ") for " << static_cast<double>(exact);
+}
+
+// Every cache row: written rows hold enc(stored source), the others keep their poison.
+void check_cache(const HostTensor& cache, const HostTensor& src, const HostTensor& slots, const HostTensor& scale,
+                 const KvShape& s, const char* what) {
+  const int64_t row = s.Hk * s.D, num_slots = s.num_blocks * s.block_size;
+  std::vector<int64_t> token_of(static_cast<size_t>(num_slots), -1);
+  for (int64_t t = 0; t < s.T; ++t)
+    if (slots.get({t}) >= 0) token_of[static_cast<size_t>(slots.get({t}))] = t;
+  const bool fp8 = dtype_is_fp8(cache.dtype());
+  const uint64_t poison = (uint64_t{1} << dtype_bits(cache.dtype())) - 1;
+  for (int64_t slot = 0; slot < num_slots; ++slot) {
+    const int64_t t = token_of[static_cast<size_t>(slot)];
+    for (int64_t i = 0; i < row; ++i) {
+      const uint64_t got = cache.bits_flat(slot * row + i);
+      if (t < 0) {
+        ASSERT_EQ(got, poison) << what << ": slot " << slot << " is not written";
+      } else if (!fp8) {
+        ASSERT_EQ(got, src.bits_flat(t * row + i)) << what << ": slot " << slot << " element " << i;
+      } else {
+        const long double exact = src.get_flat(t * row + i) / static_cast<long double>(scale.get_flat(0));
+        ASSERT_TRUE(code_ok(cache.dtype(), got, exact)) << what << ": slot " << slot << " element " << i;
+      }
+    }
+  }
+}
+
+struct Variant {
+  DType qt, cache, cos;
+  RopeStyle style;
+};
+
+// The kernel backend's q, k and caches against the reference run on copies of the same inputs.
+void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend backend) {
+  SCOPED_TRACE(::testing::Message() << "T=" << s.T << " Hq=" << s.Hq << " Hk=" << s.Hk << " D=" << s.D << " rotary="
+                                    << s.rotary << " blocks=" << s.num_blocks << "x" << s.block_size << " "
+                                    << dtype_name(var.qt) << " cache " << dtype_name(var.cache) << " cos "
+                                    << dtype_name(var.cos) << (var.style == RopeStyle::neox ? " neox" : " gptj"));
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, var.qt, var.cache, var.cos, kMaxPos, 4);
+  HostTensor q_ref(var.qt, b.q.shape()), k_ref(var.qt, b.k.shape());
+  q_ref.copy_from(b.q);
+  k_ref.copy_from(b.k);
+  HostTensor kc_ref(var.cache, b.k_cache.shape()), vc_ref(var.cache, b.v_cache.shape());
+  const PagedKvCache ref_cache{kc_ref.view(), vc_ref.view(), b.paged().k_scale, b.paged().v_scale};
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), b.pos, q_ref, k_ref, b.v, b.cache, var.style, b.slots,
+                                      ref_cache));
+  if (backend == Backend::emulator) {
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, var.style,
+                                        b.slots, b.paged()));
+  } else {
+    check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
+    for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
+                        {&kc, &b.k_cache}, {&vc, &b.v_cache}, {&ks, &b.k_scale}, {&vs, &b.v_scale}})
+      TEJAS_ASSERT_OK(m->upload(*h));
+    const bool fp8 = dtype_is_fp8(var.cache);
+    const PagedKvCache dc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), pos.view(), q.view(), k.view(), v.view(),
+                                        cos.view(), var.style, slots.view(), dc));
+    TEJAS_ASSERT_OK(check::device_synchronize());
+    for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&kc, &b.k_cache}, {&vc, &b.v_cache}}) TEJAS_ASSERT_OK(m->download(*h));
+  }
+  auto r = check::compare(b.q, q_ref, ropetest::kernel_tolerance(var.qt, ropetest::max_pair_sum(q_ref) + 1));
+  EXPECT_TRUE(r.ok) << "q: " << r.message;
+  r = check::compare(b.k, k_ref, ropetest::kernel_tolerance(var.qt, ropetest::max_pair_sum(k_ref) + 1));
+  EXPECT_TRUE(r.ok) << "k: " << r.message;
+  check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+  check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  for (const HostTensor* t : {&b.q, &b.k, &b.k_cache, &b.v_cache}) EXPECT_TRUE(t->guards_intact());
+}
+
+// Tails: rotary/2 of 3 (vec 1 on neox), 36 (vec 2); partial rotary with tails that force vec 2;
+// Llama-like heads; a partial rotary of 64 in D = 132; one token with 128 q heads of 128 (16384).
+constexpr KvShape kShapes[] = {{1, 1, 1, 8, 8, 1, 1},        {3, 4, 2, 64, 64, 2, 4},  {21, 2, 1, 16, 6, 4, 8},
+                               {9, 3, 3, 72, 72, 3, 5},      {6, 4, 2, 132, 64, 2, 16}, {1, 128, 8, 128, 128, 1, 16}};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (DType qt : {DType::bf16, DType::f16})
+    for (DType cache : {qt, DType::e4m3, DType::e5m2})
+      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
+        v.push_back({qt, cache, style == RopeStyle::neox ? DType::f32 : qt, style});
+  return v;
+}
+
+void run_all(check::Rng& rng, Backend backend) {
+  for (const KvShape& s : kShapes)
+    for (const Variant& var : variants()) run_case(rng, s, var, backend);
+}
+
+TEST(RopeKvCacheWriteKernel, EmulatorMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::emulator);
+}
+
+TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::cuda);
+}
+
+// Llama-3-8B-like heads, 4 tokens, one skipped: only the compulsory bytes move - q and k rotary
+// dims read and written once, v read once for cached tokens, one cos/sin row per distinct
+// position, one slot and position per token - and stores are whole 16-byte vectors in full sectors.
+TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{4, 8, 2, 128, 128, 2, 16};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
+  for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                      RopeStyle::neox, b.slots, b.paged()));
+  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  const uint64_t cached = s.T - 1;  // make_kv_buffers skips every 4th token
+  const uint64_t qk = s.T * (s.Hq + s.Hk) * s.D * 2, v = cached * s.Hk * s.D * 2;
+  const uint64_t cos = s.T * s.rotary * 4, idx = s.T * (8 + 8), scales = 2 * 4;
+  EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
+  EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
+  EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
+}
+
+// Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
+TEST(RopeKvCacheWriteKernel, MisalignedViews) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{5, 2, 2, 32, 32, 2, 4};
+  for (DType cache_dt : {DType::bf16, DType::e4m3}) {
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 3);
+    HostTensor kbuf(DType::bf16, {s.T * s.Hk * s.D + 1});
+    check::fill_normal(kbuf, rng);
+    const TensorView k = ropetest::view_at(kbuf, 1, {s.T, s.Hk, s.D});
+    HostTensor k_ref = ropetest::gather(k), q_ref(DType::bf16, b.q.shape());
+    q_ref.copy_from(b.q);
+    HostTensor kc_ref(cache_dt, b.k_cache.shape()), vc_ref(cache_dt, b.v_cache.shape());
+    const PagedKvCache rc{kc_ref.view(), vc_ref.view(), b.paged().k_scale, b.paged().v_scale};
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), b.pos, q_ref, k_ref, b.v, b.cache, RopeStyle::gptj,
+                                        b.slots, rc));
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, k, b.v, b.cache,
+                                        RopeStyle::gptj, b.slots, b.paged()));
+    const HostTensor k_got = ropetest::gather(k);
+    auto r = check::compare(k_got, k_ref, ropetest::kernel_tolerance(DType::bf16, ropetest::max_pair_sum(k_ref) + 1));
+    EXPECT_TRUE(r.ok) << "k: " << r.message;
+    check_cache(b.k_cache, k_got, b.slots, b.k_scale, s, "k_cache");
+    check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  }
+}
+
+// NaN and out-of-range values reach fp8 caches as NaN codes and saturated codes.
+TEST(RopeKvCacheWriteKernel, EmulatorSaturatesAndKeepsNaN) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{2, 1, 1, 8, 8, 1, 2};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::f16, DType::e4m3, DType::f32, kMaxPos, 0, 0.01, 0.01);
+  b.v.set({0, 0, 3}, 1000.0);
+  b.v.set({0, 0, 4}, -1000.0);
+  b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                      RopeStyle::neox, b.slots, b.paged()));
+  const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
+  EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
+  EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
+  EXPECT_TRUE(std::isnan(b.v_cache.get({0, slot1, 0, 5})));
+  check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+}
+
+}  // namespace
