@@ -47,6 +47,14 @@ constexpr bool dtype_is_fp8(DType t) { return t == DType::e4m3 || t == DType::e5
 // Bytes spanned by n contiguous elements (rounds fp4 up to whole bytes).
 constexpr int64_t dtype_bytes(DType t, int64_t n) { return (n * dtype_bits(t) + 7) / 8; }
 
+// Largest finite values of the 8- and 4-bit float formats (saturation bounds).
+inline constexpr double kE4m3Max = 448.0;
+inline constexpr double kE5m2Max = 57344.0;
+inline constexpr double kE2m1Max = 6.0;
+// Floor on the amax behind dynamic FP8 scales, so an all-zero row or group gets a finite,
+// nonzero scale (norm.h, quant.h, activation.h).
+inline constexpr double kFp8MinAmax = 1e-10;
+
 // "f32", "bf16", "e4m3", ... (stable names used in messages, JSON and the CLI).
 std::string_view dtype_name(DType t);
 // Parses a name produced by dtype_name; returns false when unknown.

@@ -68,10 +68,6 @@ namespace tejas {
 // Elements per scale of fused_add_rms_norm_quant_fp8_group.
 inline constexpr int kNormQuantGroup = 128;
 
-// Floor on the amax used for dynamic FP8 scales, so an all-zero row gets a finite, nonzero scale.
-inline constexpr double kFp8MinAmax = 1e-10;
-inline constexpr double kE4m3Max = 448.0;
-
 enum class Fp8ScaleMode : uint8_t { dynamic_per_token, static_per_tensor };
 
 struct Fp8Scale {

@@ -49,7 +49,6 @@
 // Dequantized values are rounded once to out's dtype (f16/bf16 overflow to Inf, NaN stays NaN).
 #pragma once
 #include "tejas/context.h"
-#include "tejas/norm.h"  // kFp8MinAmax, kE4m3Max
 #include "tejas/status.h"
 #include "tejas/tensor.h"
 

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "ops/norm/launch.h"
-#include "ops/norm/layout_checks.h"
 #include "ops/norm/reference.h"
 #include "runtime/validate.h"
 #include "tejas/norm.h"
@@ -26,14 +25,10 @@ std::string number(double v) {
 // Layout rules every tensor argument shares: non-negative strides, contiguous innermost
 // dimension, data aligned to the element size.
 void check_layout(detail::Validator& v, const TensorView& t, const char* name) {
-  v.nonnegative_strides(t, name).inner_contiguous(t, name).aligned(t, name, detail::element_bytes(t));
+  v.nonnegative_strides(t, name).inner_contiguous(t, name).element_aligned(t, name);
 }
 
-void check_distinct(detail::Validator& v, const TensorView& t, const char* name) {
-  if (t.defined())
-    v.require(detail::elements_distinct(t),
-              std::string(name) + ": expected an output whose elements do not overlap each other, got " + t.describe());
-}
+void check_distinct(detail::Validator& v, const TensorView& t, const char* name) { v.distinct_elements(t, name); }
 
 // Shared by both ops; `residual` is absent for rms_norm.
 Status validate(const char* op, const TensorView& x, const TensorView& residual, bool fused, const TensorView& weight,
@@ -148,7 +143,7 @@ Status validate_quant(const TensorView& x, const TensorView& residual, const Ten
   for (const detail::NamedTensor& nt :
        {detail::NamedTensor{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}})
     check_layout(v, *nt.t, nt.name);
-  v.nonnegative_strides(scales, kScales).aligned(scales, kScales, detail::element_bytes(scales));
+  v.nonnegative_strides(scales, kScales).element_aligned(scales, kScales);
   v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
   v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {kScales, &scales}});
 

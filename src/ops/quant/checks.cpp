@@ -35,23 +35,7 @@ void check_layout(Validator& v, const TensorView& data, const char* data_name, c
 }
 
 void check_distinct_elements(Validator& v, const TensorView& t, const char* name) {
-  if (!v.ok() || !t.defined() || t.numel() == 0) return;
-  // Sufficient test: ordered by stride, each dim steps past everything the smaller ones cover.
-  int dims[kMaxDims];
-  int n = 0;
-  for (int d = 0; d < t.ndim; ++d)
-    if (t.shape[d] > 1) dims[n++] = d;
-  for (int i = 1; i < n; ++i)  // insertion sort by stride (std::sort trips -Warray-bounds here)
-    for (int j = i; j > 0 && t.stride[dims[j]] < t.stride[dims[j - 1]]; --j) std::swap(dims[j], dims[j - 1]);
-  int64_t span = 1;  // elements covered by the dims seen so far
-  bool distinct = true;
-  for (int i = 0; i < n; ++i) {
-    const int d = dims[i];
-    distinct = distinct && t.stride[d] >= span;
-    span += (t.shape[d] - 1) * t.stride[d];
-  }
-  v.require(distinct, std::string(name) + ": expected strides that give every element its own address, got " +
-                          t.describe());
+  if (t.defined() && t.numel() > 0) v.distinct_elements(t, name);
 }
 
 bool valid_format(MxFormat f) { return f == MxFormat::mxfp8 || f == MxFormat::mxfp4 || f == MxFormat::nvfp4; }

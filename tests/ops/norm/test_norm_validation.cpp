@@ -138,9 +138,9 @@ const std::vector<Rule>& rules() {
       {"ResidualOnOtherDevice", kFused, false, [](Args& a, Buffers&) { a.residual.device_index = 1; },
        "residual: expected device cpu"},
       {"OutSelfOverlap", kBoth, false, [](Args& a, Buffers&) { a.out.stride[0] = 0; },
-       "out: expected an output whose elements do not overlap"},
+       "out: expected every element at its own address"},
       {"ResidualSelfOverlap", kFused, false, [](Args& a, Buffers&) { a.residual.stride[0] = H / 2; },
-       "residual: expected an output whose elements do not overlap"},
+       "residual: expected every element at its own address"},
       {"OutPartlyOverX", kBoth, false,
        [](Args& a, Buffers& b) {
          a.x = TensorView::contiguous(b.spare.view().data, DType::f32, {T, H});

@@ -18,32 +18,9 @@ inline std::string format_value(double x) {
   return os.str();
 }
 
-// True when no two in-bounds indices address the same element. Sorted by stride, each
-// dimension's stride must clear the span of all smaller-stride dimensions (sufficient, and
-// exact for every layout built from padding or slicing). Assumes strides >= 0.
-inline bool layout_non_overlapping(const TensorView& t) {
-  int dims[kMaxDims];
-  int n = 0;
-  for (int d = 0; d < t.ndim; ++d)
-    if (t.shape[d] > 1) dims[n++] = d;
-  // Insertion sort by stride (at most kMaxDims entries; std::sort trips GCC's -Warray-bounds).
-  for (int i = 1; i < n; ++i)
-    for (int k = i; k > 0 && t.stride[dims[k]] < t.stride[dims[k - 1]]; --k) std::swap(dims[k], dims[k - 1]);
-  int64_t span = 0;  // largest offset reachable through the dimensions seen so far
-  for (int i = 0; i < n; ++i) {
-    const int d = dims[i];
-    if (t.stride[d] <= span) return false;
-    span += t.stride[d] * (t.shape[d] - 1);
-  }
-  return true;
-}
-
 // An output must not write one element twice (a zero or too-small stride would race on the GPU).
 inline void require_no_self_overlap(detail::Validator& v, const TensorView& t, const char* name) {
-  if (!v.ok() || !t.defined()) return;
-  v.require(layout_non_overlapping(t), std::string(name) +
-                                           ": expected a layout where no two elements share memory, got " +
-                                           t.describe());
+  v.distinct_elements(t, name);
 }
 
 // A double parameter that must be finite and >= 0.
