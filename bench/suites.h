@@ -2,6 +2,7 @@
 // allocate each row's tensors and launch it.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +23,31 @@ struct Workload {
   std::string shape;  // "T=16 H=4096 bf16"
   Cost cost;
   std::string check_op;  // the `tejas check` op that validates this kernel ("" for baselines)
-  std::string baseline;  // name of the baseline timed beside it ("" none yet; see docs/tools.md)
+  // Name of the baseline compared with this row ("" none). Fused ops name their unfused sequence
+  // ("unfused: silu_mul + quant_fp8_group"); see docs/tools.md.
+  std::string baseline;
   Prepare prepare;
+  // The baseline's launch, prepared in the row's arena and timed right beside it; absent when
+  // the row has no baseline (or one timed outside the C++ harness). Set => `baseline` is named.
+  Prepare baseline_prepare;
 };
+
+// Times one launch: its median in microseconds (bench::time_launch on a GPU; tests pass fakes).
+using LaunchTimer = std::function<Status(const std::function<Status()>& launch, double* median_us)>;
+
+struct RowTiming {
+  std::optional<double> us;           // ours, when measured
+  std::optional<double> baseline_us;  // the baseline's, when measured (never estimated)
+  // "measured", "unsupported: ...", "error: ...", then "; baseline unsupported: ..." or
+  // "; baseline error: ..." when the baseline was not measured.
+  std::string status;
+  bool error = false;  // a launch or preparation failed other than as unsupported
+};
+
+// Prepares w and its baseline in `arena`, then times ours and, right after, the baseline with
+// the same `timer` (so both get the same warm-up, L2 flush and median). The baseline is skipped
+// when ours failed with an error (the device may be unusable after it).
+RowTiming time_workload(const Workload& w, DeviceArena& arena, const LaunchTimer& timer);
 
 // norm, rope, activation, quant, attention, memcpy, gemm.
 const std::vector<std::string>& suite_names();

@@ -13,10 +13,29 @@ constexpr double kEps = 1e-6;
 // (abs, max, scale: 3).
 constexpr double kFusedQuantFlops = 5 + 3;
 
+constexpr const char* kUnfusedBaseline = "unfused: fused_add_rms_norm (bf16 out) + quant_fp8_group";
+
 ExecContext cuda_ctx() {
   ExecContext c;
   c.backend = Backend::cuda;
   return c;
+}
+
+// The same work as two Tejas ops: the residual norm writes bf16, which the group quantization
+// reads back (the round trip through HBM the fusion removes).
+Status prepare_unfused(int64_t T, int64_t H, DeviceArena& a, std::function<Status()>* launch) {
+  TensorView x, r, wt, y, q, s;
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, H}, &x));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, H}, &r));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {H}, &wt));
+  TEJAS_RETURN_IF_ERROR(a.empty(DType::bf16, {T, H}, &y));
+  TEJAS_RETURN_IF_ERROR(a.empty(DType::e4m3, {T, H}, &q));
+  TEJAS_RETURN_IF_ERROR(a.empty(DType::f32, {T, H / kNormQuantGroup}, &s));
+  *launch = [=] {
+    TEJAS_RETURN_IF_ERROR(fused_add_rms_norm(cuda_ctx(), x, r, wt, kEps, y));
+    return quant_fp8_group(cuda_ctx(), y, q, s, kNormQuantGroup);
+  };
+  return Status::Ok();
 }
 }  // namespace
 
@@ -52,6 +71,10 @@ void add_norm_fused_rows(const ModelShape& m, std::vector<Workload>& out) {
       // The residual grows a little with each timed call; bf16 keeps it finite for any run count.
       *launch = [=] { return fused_add_rms_norm_quant_fp8_group(cuda_ctx(), x, r, wt, kEps, q, s); };
       return Status::Ok();
+    };
+    w.baseline = kUnfusedBaseline;
+    w.baseline_prepare = [T, H](DeviceArena& a, std::function<Status()>* launch) {
+      return prepare_unfused(T, H, a, launch);
     };
     out.push_back(std::move(w));
   }

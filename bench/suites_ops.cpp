@@ -1,5 +1,6 @@
 // Workload rows of the kernel suites (norm, rope, activation, quant, attention) from the model
-// shapes of WORKLOADS.md, with their GPU launches.
+// shapes of WORKLOADS.md, with their GPU launches; and time_workload, which times a row and its
+// baseline side by side.
 #include <algorithm>
 #include <sstream>
 
@@ -42,6 +43,11 @@ check::HostTensor positions(int64_t T) {
   check::HostTensor p(DType::i32, {T});
   for (int64_t t = 0; t < T; ++t) p.set_flat(t, static_cast<double>(t % kRopeMaxPos));
   return p;
+}
+
+// "unsupported: ..." or "error: ..." for a failed preparation or launch.
+std::string failure(const Status& s) {
+  return s.code() == StatusCode::unsupported ? "unsupported: " + s.message() : "error: " + s.to_string();
 }
 }  // namespace
 
@@ -228,6 +234,37 @@ void add_attention_rows(const ModelShape& m, std::vector<Workload>& out) {
     };
     out.push_back(std::move(mg));
   }
+}
+
+RowTiming time_workload(const Workload& w, DeviceArena& arena, const LaunchTimer& timer) {
+  RowTiming t;
+  std::function<Status()> ours, theirs;
+  Status s = w.prepare ? w.prepare(arena, &ours) : Status::Unsupported("the row has no launch");
+  if (!s.ok()) {
+    t.status = failure(s);
+    t.error = s.code() != StatusCode::unsupported;
+    return t;
+  }
+  // Both are prepared before either is timed, so neither timing includes allocations.
+  Status b = w.baseline_prepare ? w.baseline_prepare(arena, &theirs) : Status::Ok();
+  double us = 0;
+  s = timer(ours, &us);
+  if (s.ok()) {
+    t.us = us;
+    t.status = "measured";
+  } else {
+    t.status = failure(s);
+    t.error = s.code() != StatusCode::unsupported;
+  }
+  if (!w.baseline_prepare || t.error) return t;
+  if (b.ok()) b = timer(theirs, &us);
+  if (b.ok()) {
+    t.baseline_us = us;
+  } else {
+    t.status += "; baseline " + failure(b);
+    t.error = t.error || b.code() != StatusCode::unsupported;
+  }
+  return t;
 }
 
 }  // namespace tejas::bench

@@ -1,9 +1,16 @@
 // Workload rows of the fused rope ops (mrope, rope_kv_cache_write) for the rope suite.
+// rope_kv_cache_write is compared with rope followed by plain copies of the k and v rows into
+// their cache slots (no Tejas op writes the cache on its own; a copy is the least any unfused
+// write costs). mrope has no unfused Tejas sequence, so no baseline.
 #include <sstream>
 #include <string_view>
 
 #include "bench/suites.h"
 #include "tejas/tejas.h"
+
+#if TEJAS_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace tejas::bench {
 
@@ -61,6 +68,24 @@ Cost cost_rope_kv_cache_write(int64_t T, int64_t Hq, int64_t Hk, int64_t D, int6
   return c;
 }
 
+// The copy baseline moves cache-sized rows: for fp8 caches it copies the first byte of each
+// bf16 pair and converts nothing, so it reads less than any real fp8 write must (a lower bound).
+constexpr const char* kCopyBaselineBf16 = "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync)";
+constexpr const char* kCopyBaselineFp8 =
+    "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync, cache bytes, no fp8 conversion)";
+
+// Copies `rows` rows of `row_bytes` from src (rows `src_pitch` bytes apart) into dst (rows
+// `dst_pitch` bytes apart) on the legacy stream, as time_launch times it.
+Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes, size_t rows) {
+#if TEJAS_WITH_CUDA
+  const cudaError_t e = cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice);
+  return e == cudaSuccess ? Status::Ok() : Status::CudaError(cudaGetErrorString(e));
+#else
+  (void)dst, (void)dst_pitch, (void)src, (void)src_pitch, (void)row_bytes, (void)rows;
+  return Status::Unsupported("built without CUDA (host-only build)");
+#endif
+}
+
 check::HostTensor iota(DType dt, std::vector<int64_t> shape, int64_t modulo) {
   check::HostTensor t(dt, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.set_flat(i, static_cast<double>(i % modulo));
@@ -96,6 +121,28 @@ void add_kv_rows(const ModelShape& m, std::vector<Workload>& out) {
           paged.v_scale = vs;
         }
         *launch = [=] { return rope_kv_cache_write(cuda_ctx(), pos, q, k, v, cos, RopeStyle::neox, slots, paged); };
+        return Status::Ok();
+      };
+      w.baseline = dtype_is_fp8(cache) ? kCopyBaselineFp8 : kCopyBaselineBf16;
+      w.baseline_prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        const int64_t blocks = (T + kBlockSize - 1) / kBlockSize;
+        TensorView pos, q, k, v, cos, kc, vc;
+        TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i32, {T}, kMaxPos), &pos));
+        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hq, D}, &q));
+        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &k));
+        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &v));
+        TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {kMaxPos, R}, &cos));
+        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &kc));
+        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &vc));
+        // The rows' slot mapping is 0..T-1, so token t's [Hk, D] row lands in cache row t.
+        const size_t src_pitch = static_cast<size_t>(dtype_bytes(DType::bf16, Hk * D));
+        const size_t dst_pitch = static_cast<size_t>(dtype_bytes(cache, Hk * D));
+        const size_t rows = static_cast<size_t>(T);
+        *launch = [=] {
+          TEJAS_RETURN_IF_ERROR(rope(cuda_ctx(), pos, q, k, cos, RopeStyle::neox));
+          TEJAS_RETURN_IF_ERROR(copy_rows(kc.data, dst_pitch, k.data, src_pitch, dst_pitch, rows));
+          return copy_rows(vc.data, dst_pitch, v.data, src_pitch, dst_pitch, rows);
+        };
         return Status::Ok();
       };
       out.push_back(std::move(w));

@@ -17,14 +17,18 @@ constexpr const char* kHelp =
     "                   [--gpu h100|h200|b200] [--iters N]\n"
     "\n"
     "Suites: norm, rope, activation, quant, attention (decode), memcpy (the copy ceiling), gemm\n"
-    "(cuBLASLt bf16 and fp8 per-tensor baselines). Shapes come from the models of WORKLOADS.md at\n"
-    "token counts 1..16384 and decode batches/contexts (bench/workloads.cpp).\n"
+    "(cuBLASLt baselines: bf16, fp8 per-tensor, fp8 1x128/128x128 block-scaled; MXFP8 and NVFP4\n"
+    "where the GPU supports them). Shapes come from the models of WORKLOADS.md at token counts\n"
+    "1..16384 and decode batches/contexts (bench/workloads.cpp).\n"
     "\n"
     "On a GPU: each kernel is first checked on the cuda backend (an op with no kernel is reported\n"
     "unsupported, a failing one is not timed), then timed with CUDA events: warm-up, then N runs\n"
     "each after an L2 flush, median reported. Columns: us (median), TFLOP/s and GB/s achieved,\n"
     "floor us (max of FLOPs/peak and bytes/bandwidth), % of floor (floor / measured), baseline and\n"
-    "x baseline (baseline time / ours). The HBM ceiling is re-measured at the start.\n"
+    "x baseline = baseline time / ours (> 1: Tejas is faster; < 1: the baseline is). Fused ops\n"
+    "(norm, activation, rope suites) are compared with their unfused sequence of Tejas ops, timed\n"
+    "right after the row by the same method; a baseline that fails or is unsupported leaves\n"
+    "x baseline '-' and says why in the note. The HBM ceiling is re-measured at the start.\n"
     "Without a GPU: the first line says so, the floors for --gpu are printed (no timing is ever\n"
     "printed that was not measured) and each kernel is validated through the emulator.\n";
 
@@ -135,6 +139,14 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
   }
 
+  // Rows and their baselines are timed alike: warm-up, an L2 flush before each run, median.
+  const bench::LaunchTimer timer = [&](const std::function<Status()>& launch, double* median_us) {
+    bench::Timing t;
+    TEJAS_RETURN_IF_ERROR(bench::time_launch(launch, kWarmup, static_cast<int>(iters), flush, flush_bytes, &t));
+    *median_us = t.median_us;
+    return Status::Ok();
+  };
+
   check::RunOptions check_options;
   check_options.backend = dev.present ? Backend::cuda : Backend::emulator;
   std::map<std::string, OpVerdict> verdicts;
@@ -167,19 +179,11 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
         r.status = "not run: working set above the benchmark memory limit";
       } else {
         bench::DeviceArena arena(kArenaSeed);
-        std::function<Status()> launch;
-        bench::Timing t;
-        Status s = w.prepare(arena, &launch);
-        if (s.ok()) s = bench::time_launch(launch, kWarmup, static_cast<int>(iters), flush, flush_bytes, &t);
-        if (s.ok()) {
-          r.us = t.median_us;
-          r.status = "measured";
-        } else if (s.code() == StatusCode::unsupported) {
-          r.status = "unsupported: " + s.message();
-        } else {
-          r.status = "error: " + s.to_string();
-          any_error = true;
-        }
+        const bench::RowTiming t = bench::time_workload(w, arena, timer);
+        r.us = t.us;
+        r.baseline_us = t.baseline_us;
+        r.status = t.status;
+        any_error = any_error || t.error;
       }
       if (dev.present && ++done % 10 == 0) err << "[bench] " << suite << ": " << done << "/" << rows.size() << "\n";
       report.rows.push_back(std::move(r));
