@@ -23,7 +23,9 @@
 //   aligned to its element size; all on one device. (Kernels use 16-byte accesses where the
 //   pointers, strides and rotary_dim/2 allow it, narrower ones otherwise.)
 // positions must lie in [0, max_pos): always checked by the reference backend (before anything
-// is written), by the others in debug-check mode (ExecContext::debug_checks).
+// is written), by the others in debug-check mode (ExecContext::debug_checks). Without debug
+// checks the kernel backends leave the pairs of an out-of-range position unrotated: a wrong
+// answer for that token, but no access outside the tensors.
 //
 // mrope: multimodal rope (Qwen2-VL M-RoPE), neox style, in place on q and k like rope.
 //   positions [3, T] (i32 or i64): rows temporal, height, width (text tokens repeat one position).
@@ -55,8 +57,10 @@
 //   Index contents: non-negative slots lie in [0, num_blocks * block_size) and are distinct;
 //     positions as rope; k_scale and v_scale finite and > 0. Checked (invalid_argument naming
 //     slot_mapping, positions, k_scale or v_scale, before anything is written) by the reference
-//     backend always and by the others in debug-check mode; otherwise bad contents are
-//     undefined behaviour there.
+//     backend always and by the others in debug-check mode. Without debug checks the kernel
+//     backends skip a slot beyond the cache like a negative one and treat positions as rope
+//     does; repeated slots or bad scales give wrong cache contents, never a write outside the
+//     caches.
 #pragma once
 #include <cstdint>
 

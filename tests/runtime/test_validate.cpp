@@ -78,3 +78,17 @@ TEST(Validate, ElementAligned) {
   auto u = TensorView::contiguous(buf + 1, DType::e4m3, {4});
   EXPECT_TRUE(Validator("op").element_aligned(u, "q").ok());
 }
+
+TEST(HostTensor, CopyOwnsItsStorage) {
+  tejas::check::HostTensor a(DType::f32, {2, 3}, 1);
+  a.set({1, 2}, 5.0);
+  tejas::check::HostTensor b = a;
+  EXPECT_NE(b.view().data, a.view().data);
+  b.set({1, 2}, 7.0);
+  EXPECT_EQ(a.get({1, 2}), 5.0);
+  EXPECT_EQ(b.get({1, 2}), 7.0);
+  EXPECT_TRUE(b.guards_intact());
+  a = b;
+  EXPECT_EQ(a.get({1, 2}), 7.0);
+  EXPECT_NE(a.view().data, b.view().data);
+}

@@ -42,6 +42,22 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pa
   poison();
 }
 
+HostTensor::HostTensor(const HostTensor& other)
+    : shape_(other.shape_), storage_(other.storage_), payload_bytes_(other.payload_bytes_), view_(other.view_) {
+  if (other.view_.data) view_.data = storage_.data() + kGuard;
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& other) {
+  if (this != &other) {
+    shape_ = other.shape_;
+    storage_ = other.storage_;
+    payload_bytes_ = other.payload_bytes_;
+    view_ = other.view_;
+    if (other.view_.data) view_.data = storage_.data() + kGuard;
+  }
+  return *this;
+}
+
 void HostTensor::poison() { std::memset(storage_.data() + kGuard, 0xFF, static_cast<size_t>(payload_bytes_)); }
 
 bool HostTensor::guards_intact() const {

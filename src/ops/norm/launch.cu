@@ -32,7 +32,10 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
   void* args[] = {&l.params};
   const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(l.config.grid)),
                                          dim3(static_cast<unsigned>(l.config.threads)), args, l.smem_bytes, stream);
-  if (e != cudaSuccess) return detail::cuda_status(op, e);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it, so the next op does not report this launch's error
+    return detail::cuda_status(op, e);
+  }
   return detail::cuda_launch_status(op);
 }
 

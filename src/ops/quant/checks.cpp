@@ -26,7 +26,7 @@ void check_layout(Validator& v, const TensorView& data, const char* data_name, c
   const std::string k_why = std::string(data_name) + "'s K / " + block_what;
   v.dim_eq(scales, "scales", last, K / block, k_why.c_str());
   for (const auto& [t, name] : {std::pair{&data, data_name}, {&q, "q"}, {&scales, "scales"}})
-    v.inner_contiguous(*t, name).nonnegative_strides(*t, name);
+    v.inner_contiguous(*t, name).nonnegative_strides(*t, name).element_aligned(*t, name);
   if (q.dtype == DType::e2m1) {
     bool even = true;
     for (int d = 0; d < last; ++d) even = even && (q.shape[d] <= 1 || q.stride[d] % 2 == 0);

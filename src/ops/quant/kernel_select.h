@@ -6,6 +6,7 @@
 #include "tejas/dtype.h"
 
 namespace tejas::quant_kernel {
+inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
 using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
@@ -40,4 +41,5 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
   }
 }
 
+}  // inline namespace TEJAS_BUILD_NS
 }  // namespace tejas::quant_kernel

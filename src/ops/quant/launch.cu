@@ -7,26 +7,11 @@
 #include "ops/quant/launch.h"
 
 namespace tejas::quant_kernel {
-namespace {
-
-// Debug-check mode: tensor_scale (device, f32 [1]) must be finite and > 0. Synchronizes the stream.
-Status check_device_tensor_scale(const char* op, const TensorView& ts, cudaStream_t stream) {
-  if (!ts.defined()) return Status::Ok();
-  float value = 0.0f;
-  TEJAS_RETURN_IF_ERROR(
-      detail::cuda_status(op, cudaMemcpyAsync(&value, ts.data, sizeof(value), cudaMemcpyDeviceToHost, stream),
-                          "tensor_scale copy"));
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaStreamSynchronize(stream), "tensor_scale copy"));
-  if (std::isfinite(value) && value > 0.0f) return Status::Ok();
-  return Status::InvalidArgument(std::string(op) + ": tensor_scale: expected a finite value > 0, got " +
-                                 std::to_string(value));
-}
-
-}  // namespace
 
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
-  if (check_tensor_scale) TEJAS_RETURN_IF_ERROR(check_device_tensor_scale(op, *plan.tensors[3], stream));
+  if (check_tensor_scale)
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", *plan.tensors[3], stream));
   print_plan(op, plan);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const QuantConfig& c = plan.configs[i];
@@ -39,7 +24,8 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
 
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
-  if (check_tensor_scale) TEJAS_RETURN_IF_ERROR(check_device_tensor_scale(op, *plan.tensors[2], stream));
+  if (check_tensor_scale)
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", *plan.tensors[2], stream));
   print_plan(op, plan);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const DequantConfig& c = plan.configs[i];

@@ -139,7 +139,9 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
 }
 
 __device__ __forceinline__ int64_t load_slot(const RopeParams& p, int64_t t) {
-  return p.kv_kind == KvKind::none ? -1 : ptx::ld_global_nc(p.slots + t);
+  if (p.kv_kind == KvKind::none) return -1;
+  const int64_t slot = ptx::ld_global_nc(p.slots + t);
+  return slot < p.num_slots ? slot : -1;  // beyond the cache: skipped (see RopeParams)
 }
 
 // Rotation pairs per column: neox takes VEC from each half; gptj's VEC contiguous elements
@@ -157,8 +159,10 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   constexpr int kAccesses = 2 * P / kLoad;
   const int64_t i0 = static_cast<int64_t>(col) * P;
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
+  const int64_t pos = load_position(p, row, t);
+  const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
-  load_cos_sin<S, P>(p, load_position(p, row, t), i0, c, s);
+  if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s);
   // Element offset of access a in the head row: neox A = [i0, i0 + P), B = [half + i0, ...);
   // gptj: the 2P elements from 2 * i0.
   const auto offset = [&](int a) -> int64_t { return kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad; };
@@ -170,7 +174,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     #pragma unroll
     for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e + a * kLoad);
     #pragma unroll
-    for (int j = 0; j < P; ++j) {
+    for (int j = 0; j < P && rotate; ++j) {
       const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
       const float xa = S::to_f32(e[ia]), xb = S::to_f32(e[ib]);
       e[ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));

@@ -24,6 +24,10 @@ struct RopeParams {
   int64_t cs_row;                                      // cos_sin_cache row stride
   int64_t kc_block, kc_slot, kc_head, vc_block, vc_slot, vc_head;
   int64_t block_size;
+  // Bounds for index contents the kernel cannot trust without debug checks: a position outside
+  // [0, max_pos) leaves its pairs unrotated, a slot >= num_slots is skipped like a negative one,
+  // so bad indices never touch memory outside the tensors.
+  int64_t max_pos, num_slots;
   int64_t sec_end0, sec_end1;  // first pair of position rows 1 and 2 (rope: half, half)
   bool pos_i64, cos_f32, neox;
   KvKind kv_kind;

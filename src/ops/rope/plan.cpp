@@ -79,6 +79,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     p.sec_end0 = p.sec_end1 = half;
   }
   p.cs_row = a.cos_sin.stride[0];
+  p.max_pos = a.cos_sin.shape[0];
   if (kv != KvKind::none) {
     const TensorView &kc = a.cache.k_cache, &vc = a.cache.v_cache;
     p.kc_block = kc.stride[0];
@@ -88,6 +89,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     p.vc_slot = vc.stride[1];
     p.vc_head = vc.stride[2];
     p.block_size = kc.shape[1];
+    p.num_slots = kc.shape[0] * kc.shape[1];
   }
   p.pos_i64 = a.positions.dtype == DType::i64;
   p.cos_f32 = a.cos_sin.dtype == DType::f32;

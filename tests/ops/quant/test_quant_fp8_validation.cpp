@@ -230,3 +230,14 @@ TEST(QuantFp8Validation, CudaBackendRejectsHostTensors) {
     EXPECT_TRUE(untouched);
   });
 }
+
+// A view off its element alignment would fault on a GPU (misaligned address): rejected up front.
+TEST(QuantFp8Validation, ElementAligned) {
+  for_both([](Fp8Call& c) {
+    c.dv.data = static_cast<char*>(c.dv.data) + 2;  // f32 at a 2-byte offset
+    c.expect_rejected(c.call(), c.data_name());
+  });
+  Fp8Call c(false);
+  c.sv.data = static_cast<char*>(c.sv.data) + 1;
+  c.expect_rejected(c.call(), "scales");
+}

@@ -214,9 +214,9 @@ TEST(Rope, OutOfRangePositionRejectedBeforeAnyWrite) {
   }
 }
 
-// Without debug checks an out-of-range position is undefined behaviour on the kernel backends;
-// under the emulator it shows as an out-of-bounds read of the cache (Status internal). Debug-check
-// mode rejects it before the launch, writing nothing.
+// Without debug checks the kernel backends do not validate positions; an out-of-range one leaves
+// its pairs unrotated and touches no memory outside the tensors (the emulator would report any
+// out-of-bounds read). Debug-check mode rejects it before the launch, writing nothing.
 TEST(RopeBackend, EmulatorChecksPositionsOnlyInDebugMode) {
   const HostTensor cache = make_cache(4, 4, DType::f32);
   HostTensor pos(DType::i32, {1}), q(DType::f32, {1, 1, 4});
@@ -234,8 +234,8 @@ TEST(RopeBackend, EmulatorChecksPositionsOnlyInDebugMode) {
   ctx.backend = Backend::emulator;
   ctx.debug_checks = false;
   const Status plain = rope(ctx, pos, q, TensorView{}, cache, RopeStyle::neox);
-  EXPECT_EQ(plain.code(), StatusCode::internal) << plain.to_string();
-  EXPECT_NE(plain.message().find("out_of_bounds"), std::string::npos) << plain.message();
+  EXPECT_TRUE(plain.ok()) << plain.to_string();
+  EXPECT_TRUE(optest::unchanged(q, before));  // unrotated
 }
 
 }  // namespace

@@ -206,3 +206,28 @@ TEST(RopeKvCacheWriteKernel, EmulatorSaturatesAndKeepsNaN) {
 }
 
 }  // namespace
+
+// Without debug checks the kernel does not validate slots: one beyond the cache is skipped like
+// a negative one (its q/k still rotated), so no write lands outside the caches (the emulator
+// reports any out-of-bounds store). Debug-check mode rejects it before any write.
+TEST(RopeKvCacheWriteKernel, SlotBeyondCacheSkippedWithoutDebugChecks) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{3, 2, 2, 32, 32, 2, 4};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::bf16, DType::f32, kMaxPos, 0);
+  const int64_t num_slots = s.num_blocks * s.block_size;
+  b.slots.set({1}, static_cast<double>(num_slots + 5));
+  KvBuffers expect = b;  // same inputs; token 1 then skipped explicitly in the reference
+  expect.slots.set({1}, -1.0);
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), expect.pos, expect.q, expect.k, expect.v,
+                                      expect.cache, RopeStyle::neox, expect.slots, expect.paged()));
+  ExecContext ctx = ropetest::backend_ctx(Backend::emulator);
+  ctx.debug_checks = true;
+  TEJAS_EXPECT_INVALID(rope_kv_cache_write(ctx, b.pos, b.q, b.k, b.v, b.cache, RopeStyle::neox, b.slots, b.paged()),
+                       "slot_mapping");
+  ctx.debug_checks = false;
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ctx, b.pos, b.q, b.k, b.v, b.cache, RopeStyle::neox, b.slots, b.paged()));
+  EXPECT_TRUE(detail::last_emulator_reports().at(0).ok());
+  EXPECT_TRUE(check::compare(b.q, expect.q, ropetest::kernel_tolerance(DType::bf16, 2.0)).ok);
+  EXPECT_TRUE(check::compare(b.k_cache, expect.k_cache, ropetest::kernel_tolerance(DType::bf16, 2.0)).ok);
+  EXPECT_TRUE(check::compare_exact(b.v_cache, expect.v_cache).ok);
+}
