@@ -78,9 +78,4 @@ std::string QuantConfig::to_string() const {
   return os.str();
 }
 
-void maybe_print_config(const char* op, const std::string& config) {
-  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
-  if (env && std::strcmp(env, "1") == 0) std::fprintf(stderr, "%s: %s\n", op, config.c_str());
-}
-
 }  // namespace tejas::act

@@ -94,7 +94,5 @@ struct QuantConfig {
 
 QuantConfig make_quant_config(const QuantProblem& p);
 
-// TEJAS_PRINT_CONFIG=1: prints "<op>: <config>" to stderr.
-void maybe_print_config(const char* op, const std::string& config);
 
 }  // namespace tejas::act

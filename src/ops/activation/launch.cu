@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/activation/launch_common.h"
+#include "runtime/print_config.h"
 #include "ops/common/cuda_check.h"
 #include "runtime/validate.h"
 
@@ -11,7 +12,7 @@ namespace tejas::act {
 Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const TensorView& x,
                          const TensorView& out, const ActOptions& o) {
   const GatedConfig c = gated_config(x, out);
-  maybe_print_config(op, c.to_string());
+  if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
   gated_kernel_for(act, x.dtype, c.vec_bytes)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       gated_params(x, out, o, c));
@@ -24,7 +25,7 @@ Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const Quan
     TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", *a.tensor_scale,
                                                               static_cast<cudaStream_t>(ctx.stream)));
   const QuantConfig c = quant_config(a);
-  maybe_print_config(op, c.to_string());
+  if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
   quant_kernel_for(a.x->dtype, c.vectorized)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       quant_params(a, c));

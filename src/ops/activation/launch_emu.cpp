@@ -1,6 +1,7 @@
 // Emulator backend of the activation ops: the kernels of kernel.cuh / quant_kernel.cuh run on
 // CPU fibers with the op's tensors registered (inputs read-only, outputs write-only).
 #include "ops/activation/launch_common.h"
+#include "runtime/print_config.h"
 #include "ops/common/emu_launch.h"
 
 namespace tejas::act {
@@ -9,7 +10,7 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
                         const ActOptions& o) {
   detail::begin_emulator_call();
   const GatedConfig c = gated_config(x, out);
-  maybe_print_config(op, c.to_string());
+  if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   detail::EmuBuffers buffers({{&x, emu::Access::read}, {&out, emu::Access::write}});
   const emu::LaunchOptions lo = detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y)),
                                                     dim3(static_cast<unsigned>(c.threads)), 0);
@@ -19,7 +20,7 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
 Status launch_silu_quant_emu(const char* op, const ExecContext& ctx, const QuantArgs& a) {
   detail::begin_emulator_call();
   const QuantConfig c = quant_config(a);
-  maybe_print_config(op, c.to_string());
+  if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const TensorView none;
   detail::EmuBuffers buffers({{a.x, emu::Access::read},
                               {a.tensor_scale ? a.tensor_scale : &none, emu::Access::read},

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/print_config.h"
 #include "ops/norm/launch.h"
 #include "tejas/norm.h"
 
@@ -32,10 +33,9 @@ std::string describe(const NormConfig& c) {
 }
 
 void maybe_print_config(const char* op, const NormProblem& p, const NormConfig& c) {
-  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
-  if (env == nullptr || std::strcmp(env, "1") != 0) return;
-  std::fprintf(stderr, "%s: T=%lld H=%lld x=%s -> %s\n", op, static_cast<long long>(p.T),
-               static_cast<long long>(p.H), std::string(dtype_name(p.x.dtype)).c_str(), describe(c).c_str());
+  if (!detail::print_config_enabled()) return;
+  detail::print_config(op, "T=" + std::to_string(p.T) + " H=" + std::to_string(p.H) + " x=" +
+                               std::string(dtype_name(p.x.dtype)) + " -> " + describe(c));
 }
 
 NormLaunch plan_norm(const char* op, const NormArgs& a) {

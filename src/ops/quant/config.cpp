@@ -88,9 +88,5 @@ std::string DequantConfig::to_string() const {
   return os.str();
 }
 
-void maybe_print_config(const char* op, const std::string& config) {
-  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
-  if (env != nullptr && std::strcmp(env, "1") == 0) std::fprintf(stderr, "%s: %s\n", op, config.c_str());
-}
 
 }  // namespace tejas::quant_kernel

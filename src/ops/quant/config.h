@@ -72,7 +72,5 @@ struct DequantConfig {
 
 DequantConfig make_dequant_config(const DequantProblem& p);
 
-// TEJAS_PRINT_CONFIG=1: prints "<op>: <config>" to stderr.
-void maybe_print_config(const char* op, const std::string& config);
 
 }  // namespace tejas::quant_kernel

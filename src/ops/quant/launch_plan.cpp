@@ -1,3 +1,4 @@
+#include "runtime/print_config.h"
 #include "ops/quant/launch_plan.h"
 
 #include <cstdint>
@@ -175,11 +176,13 @@ DequantPlan plan_dequant(const TensorView& q, const TensorView& scales, const Te
 }
 
 void print_plan(const char* op, const QuantPlan& plan) {
-  for (const QuantConfig& c : plan.configs) maybe_print_config(op, c.to_string());
+  if (!detail::print_config_enabled()) return;
+  for (const QuantConfig& c : plan.configs) detail::print_config(op, c.to_string());
 }
 
 void print_plan(const char* op, const DequantPlan& plan) {
-  for (const DequantConfig& c : plan.configs) maybe_print_config(op, c.to_string());
+  if (!detail::print_config_enabled()) return;
+  for (const DequantConfig& c : plan.configs) detail::print_config(op, c.to_string());
 }
 
 }  // namespace tejas::quant_kernel

@@ -1,3 +1,4 @@
+#include "runtime/print_config.h"
 #include "ops/rope/config.h"
 
 #include <algorithm>
@@ -97,9 +98,8 @@ std::string to_string(const RopeConfig& c) {
 }
 
 void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c) {
-  const char* env = std::getenv("TEJAS_PRINT_CONFIG");
-  if (env == nullptr || std::string(env) != "1") return;
-  std::fprintf(stderr, "%s: %s -> %s\n", op, to_string(p).c_str(), to_string(c).c_str());
+  if (!detail::print_config_enabled()) return;
+  detail::print_config(op, to_string(p) + " -> " + to_string(c));
 }
 
 }  // namespace tejas::rotary
