@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include "bench/suites.h"
 #include "commands.h"
 
 namespace tejas::cli {
@@ -36,6 +37,23 @@ bool parse_or_help(const char* cmd, const std::string& help, const std::vector<F
 int usage_error(const char* cmd, const std::string& message, std::ostream& err) {
   err << "tejas " << cmd << ": " << message << " (see tejas " << cmd << " --help)\n";
   return kExitUsage;
+}
+
+bool suites_flag(const char* cmd, const Flags& flags, std::vector<std::string>* suites, std::ostream& err) {
+  const std::string arg = flags.get("suite", "all");
+  if (arg == "all") {
+    *suites = bench::suite_names();
+    return true;
+  }
+  for (const auto& s : split_list(arg)) {
+    if (!bench::is_suite(s)) {
+      usage_error(cmd, "--suite: unknown suite '" + s + "' (norm, rope, activation, quant, attention, memcpy, gemm or all)",
+                  err);
+      return false;
+    }
+    suites->push_back(s);
+  }
+  return true;
 }
 
 const bench::GpuCeilings* gpu_flag(const char* cmd, const Flags& flags, const std::string& fallback,

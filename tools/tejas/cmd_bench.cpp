@@ -74,17 +74,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!parse_or_help("bench", kHelp, kFlags, args, &flags, out, err, &code)) return code;
 
   std::vector<std::string> suites;
-  const std::string suite_arg = flags.get("suite", "all");
-  if (suite_arg == "all") {
-    suites = bench::suite_names();
-  } else {
-    for (const auto& s : split_list(suite_arg)) {
-      if (!bench::is_suite(s))
-        return usage_error("bench", "--suite: unknown suite '" + s +
-                                        "' (norm, rope, activation, quant, attention, memcpy, gemm or all)", err);
-      suites.push_back(s);
-    }
-  }
+  if (!suites_flag("bench", flags, &suites, err)) return kExitUsage;
   std::vector<const bench::ModelShape*> models;
   const std::string model_arg = flags.get("model", "all");
   if (model_arg != "all") {

@@ -49,15 +49,7 @@ int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::o
   int code = kExitOk;
   if (!parse_or_help("roofline", kHelp, kFlags, args, &flags, out, err, &code)) return code;
   std::vector<std::string> suites;
-  const std::string suite_arg = flags.get("suite", "all");
-  if (suite_arg == "all") {
-    suites = bench::suite_names();
-  } else {
-    for (const auto& s : split_list(suite_arg)) {
-      if (!bench::is_suite(s)) return usage_error("roofline", "--suite: unknown suite '" + s + "'", err);
-      suites.push_back(s);
-    }
-  }
+  if (!suites_flag("roofline", flags, &suites, err)) return kExitUsage;
   const bench::DeviceInfo dev = bench::device_info();
   const std::string detected = dev.present ? bench::gpu_key(dev) : "";
   const bench::GpuCeilings* g = gpu_flag("roofline", flags, detected.empty() ? "h200" : detected, err);

@@ -23,6 +23,9 @@ bool parse_or_help(const char* cmd, const std::string& help, const std::vector<F
 // A usage error naming the flag: prints and returns kExitUsage.
 int usage_error(const char* cmd, const std::string& message, std::ostream& err);
 
+// --suite LIST|all into suite names (all: every suite); false after a usage error naming the flag.
+bool suites_flag(const char* cmd, const Flags& flags, std::vector<std::string>* suites, std::ostream& err);
+
 // --gpu NAME resolved to known ceilings; nullptr (after a usage error message) when unknown.
 const bench::GpuCeilings* gpu_flag(const char* cmd, const Flags& flags, const std::string& fallback,
                                    std::ostream& err);
