@@ -6,6 +6,12 @@
 //                  g = min(gate, limit); u = clamp(up, -limit, limit);
 //                  out = g * sigmoid(alpha * g) * (u + 1)
 //                  (gate is clamped from above only; limit and alpha finite and > 0).
+//   Layout: x holds the gate half then the up half. gpt-oss's reference (and vLLM's
+//   swigluoai_and_mul) read interleaved [g0, u0, g1, u1, ...]: de-interleave the w13 weight rows
+//   at load time so the projection writes [gate | up].
+//   Differences from vLLM, on purpose: one rounding at the end (vLLM rounds silu(gate) to the
+//   activation dtype before the product), NaN propagates through the clamp (fminf hides it),
+//   and silu(-Inf) = -0 rather than NaN.
 //
 // Shapes: T >= 1, F >= 1. Dtypes: x in {bf16, f16, f32}; out has x's dtype.
 // Strides: non-negative; innermost contiguous, token stride free; out must not overlap x or

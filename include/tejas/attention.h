@@ -9,7 +9,8 @@
 //   s_k = softmax_scale * <q, K_k>;  soft cap c > 0: s_k = c * tanh(s_k / c)
 //   out = sum_k softmax(s)_k V_k, where a sink adds exp(sinks[h]) to the softmax denominator
 //   (one extra logit per head that attends to nothing; sinks are neither scaled nor capped).
-//   lse = log(sum_k exp(s_k) [+ exp(sinks[h])]) (natural log, sink included). A key set with no
+//   lse = log(sum_k exp(s_k) [+ exp(sinks[h])]) (natural log, sink included; FlashInfer's lse is
+//   base 2: multiply it by ln 2 before mixing the two). A key set with no
 //   visible key (which valid seq_lens rule out here, but a kernel's split of the keys can
 //   produce) is the state out = 0, lse = -inf, which merge_attention_states treats as empty.
 //   Non-finite inputs propagate: a NaN in q[b, j, h, :] makes out[b, j, h, :] and lse[b, j, h]
@@ -44,6 +45,8 @@
 //   Dtypes: v_a, v_b, out in {bf16, f16, f32}, all the same.
 //   In place: out may be exactly v_a and out_lse exactly lse_a (same data and strides); any
 //   other overlap of an output with an input or the other output is rejected.
+//   When split parts come from a kernel with sinks, only one part may carry the sink term.
+//   vLLM's merge_attn_states maps an lse of +inf to an empty state; here it gives NaN.
 // merge_attention_states_n: S >= 1 parts at once: v_parts [S, N, H, D], lse_parts [S, N, H];
 //   out [N, H, D], out_lse [N, H]; same rules (no in-place form).
 // Strides (both merges): innermost dimension contiguous, strides >= 0, outputs non-self-overlapping.
@@ -58,7 +61,7 @@ inline constexpr int kMaxDecodeQueries = 8;  // Q per request in paged_decode_at
 
 struct PagedDecodeParams {
   double softmax_scale = 0.0;    // 0 selects 1/sqrt(D)
-  int window_left = -1;          // -1: no window
+  int window_left = -1;          // -1: no window; HF sliding_window = W is window_left = W - 1
   double logits_soft_cap = 0.0;  // 0: off
   float k_scale = 1.0f;          // fp8 caches only (must be 1 otherwise)
   float v_scale = 1.0f;

@@ -24,7 +24,9 @@
 //   dynamic_per_token: s[t] = f32(max(amax_h |y[t, h]|, kFp8MinAmax) / 448), written to
 //                      out_scale.scale (f32 [T], an output). A row whose y holds a NaN gets a
 //                      NaN scale and all-NaN codes (0x7F / 0xFF); an all-zero row gets
-//                      s = f32(kFp8MinAmax / 448) and zero codes.
+//                      s = f32(kFp8MinAmax / 448) and zero codes. (vLLM's fused
+//                      norm + quant floors s at 1 / (448 * 512), so rows with amax below 1/512
+//                      get a smaller scale and larger codes here than there.)
 //   static_per_tensor: s = out_scale.scale[0] (f32 [1], an input). It must be finite and > 0:
 //                      checked by the reference backend always, by the others only in
 //                      debug-check mode (ExecContext::debug_checks). A NaN y gives a NaN code;

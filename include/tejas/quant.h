@@ -7,6 +7,8 @@
 //   default; any positive divisor of K is accepted).
 //   scales f32:   s = f32(max(amax_group, kFp8MinAmax) / 448)
 //   scales ue8m0: s = 2^ceil(log2(max(amax_group, kFp8MinAmax) / 448))  (rounded up: never saturates)
+//   (kFp8MinAmax = 1e-10 is vLLM's / SGLang's eps; DeepGEMM's reference clamps amax at 1e-4, so
+//   groups with amax below 1e-4 get smaller scales here than there.)
 //   q = sat_rne_e4m3(x / s), s being the scale as stored (after its rounding to f32 / ue8m0).
 // dequant_fp8_group: out[M, K] = q * s (out in {bf16, f16, f32}).
 //
@@ -18,12 +20,16 @@
 //     (e4m3) or 2 (e2m1); exponents below -127 clamp to -127, so an all-zero block (and any
 //     block with amax_block < 2^(emax_elem - 126)) gets X = 2^-127 (code 0). q = sat_rne(x / X):
 //     |x| / X reaches up to just under 2^(emax_elem + 1) (512, 8), so the largest values of a
-//     block may saturate (to 448, 6), as the OCP rule implies.
+//     block may saturate (to 448, 6), as the OCP rule implies. (Transformer Engine's and
+//     FlashInfer's activation quantizers round the scale up instead - "RCEIL" - so their codes
+//     differ from these at the top of a block; dequantization of either is the same formula.)
 //   NVFP4: block_scale = sat_rne_e4m3(amax_block / (6 * tensor_scale));
 //     q = sat_rne_e2m1(x / (block_scale * tensor_scale)), block_scale as stored; every q of a
 //     block is code 0 (+0) when block_scale is 0 (amax_block too small for e4m3).
 //     Dequantization: x ~= q * block_scale * tensor_scale. A caller picks
-//     tensor_scale = amax_tensor / (448 * 6) to use the e4m3 scale range fully.
+//     tensor_scale = amax_tensor / (448 * 6) to use the e4m3 scale range fully. This is the
+//     decode scale: the reciprocal of vLLM's input_global_scale / TensorRT-LLM's SFScale
+//     (448 * 6 / amax).
 // dequant_mx: the inverse, out in {bf16, f16, f32}. tensor_scale is required for nvfp4 and must
 //   be absent (default TensorView) for mxfp8 / mxfp4.
 //

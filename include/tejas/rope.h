@@ -33,7 +33,8 @@
 //   position row r(i) = 0 for i < temporal, 1 for i < temporal + height, 2 otherwise:
 //   p = positions[r(i), t], c = cache[p, i], s = cache[p, rotary_dim/2 + i], rotated as in rope.
 //   Everything else (shapes, dtypes, strides, partial rotary, non-finite values, the position
-//   checks, over all three rows) as rope.
+//   checks, over all three rows) as rope. Not covered: Qwen3-VL's interleaved sections
+//   (mrope_interleaved) and 1-D positions for text-only batches (pass the row three times).
 //
 // rope_kv_cache_write: rope, then the paged KV-cache write of the rotated k and of v (vLLM's
 //   rotary_embedding followed by reshape_and_cache, in one pass). Its result equals:
