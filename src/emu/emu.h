@@ -44,6 +44,7 @@ enum class FindingKind : uint8_t {
   smem_over_limit,         // dynamic shared memory above the emulated architecture's cap
   unsupported,             // an instruction the emulated architecture does not have
   deadlock,                // threads blocked forever for another reason
+  stale_nc_read,           // ld.global.nc / __ldg of bytes written earlier in the same launch
 };
 const char* finding_kind_name(FindingKind k);
 
@@ -168,17 +169,21 @@ struct ScopedBuffer {
 // `flags`: kAccessNoBankCount for accesses whose shared-memory wavefronts the caller counts
 // itself through count_shared_phase (ldmatrix / stmatrix rows).
 inline constexpr uint32_t kAccessNoBankCount = 1;
+// kAccessNonCoherent: a load through the non-coherent path (ld.global.nc, __ldg), valid only for
+// data that nothing writes during the launch.
+inline constexpr uint32_t kAccessNonCoherent = 2;
 bool on_load(const void* p, size_t bytes, Site site, uint32_t flags = 0);
 bool on_store(void* p, size_t bytes, Site site, uint32_t flags = 0);
-// Atomics: bounds, alignment, poison (an atomic reads the old value); they never race.
+// Atomics: bounds, alignment, poison (an atomic reads the old value); recorded as writes that
+// race with unordered plain accesses, never with other atomics.
 bool on_atomic(void* p, size_t bytes, Site site);
 
 inline constexpr unsigned char kPoisonByte = 0xFF;
 
 template <class T>
-inline T load(const T* p, Site site = Site::here()) {
+inline T load(const T* p, Site site = Site::here(), uint32_t flags = 0) {
   T v;
-  if (on_load(p, sizeof(T), site)) {
+  if (on_load(p, sizeof(T), site, flags)) {
     __builtin_memcpy(&v, p, sizeof(T));
   } else {
     __builtin_memset(&v, kPoisonByte, sizeof(T));
@@ -190,13 +195,16 @@ inline void store(T* p, const T& v, Site site = Site::here()) {
   if (on_store(p, sizeof(T), site)) __builtin_memcpy(p, &v, sizeof(T));
 }
 
-// Warp collectives. Every lane named in `mask` calls with its own `in` / `out`; the call
-// returns once all of them have arrived and `fn` has run (on the last arriver) over all slots.
+// Warp collectives. Every non-exited lane named in `mask` calls with its own `in` / `out`; the
+// call returns once all of them have arrived (or exited) and `fn` has run over their slots, as
+// PTX waits only for the non-exited threads of a membermask.
 // `aligned`: the instruction is .aligned (every lane of the warp must take part: mask must be
-// full). A mask that omits the caller, lanes that exited, or lanes that never arrive are
-// reported, and the call then returns with `out` untouched.
+// full and no lane may have exited). A mask that omits the caller, an .aligned instruction by
+// part of the warp, or lanes that stay alive but never arrive are reported, and the call then
+// returns with `out` untouched.
 struct WarpSlots {
-  uint32_t mask = 0;
+  uint32_t mask = 0;       // the lanes taking part (the call's mask less the exited lanes)
+  uint32_t requested = 0;  // the call's mask
   const void* in[32] = {};
   void* out[32] = {};
 };

@@ -22,24 +22,26 @@ namespace bctx = boost::context::detail;
 inline constexpr uint32_t kWarpSize = 32;
 inline constexpr uint32_t kFullMask = 0xffffffffu;
 inline constexpr uint32_t kNone = 0xffffffffu;   // "no thread" / "several threads" in records
-inline constexpr int kNumFindingKinds = static_cast<int>(FindingKind::deadlock) + 1;
+inline constexpr int kNumFindingKinds = static_cast<int>(FindingKind::stale_nc_read) + 1;
 
 // ---- shadow memory: one status byte and one access record pair per data byte ----------------
 inline constexpr uint8_t kUnwritten = 1;     // never written (poison)
 inline constexpr uint8_t kAsyncPending = 2;  // destination of a cp.async not yet waited for
+inline constexpr uint8_t kAtomicWrite = 4;   // the byte's write record is an atomic
 
 // Intervals are numbered process-wide: a block start and every barrier completion open a new
 // one, so records from earlier launches or blocks are recognised without clearing the shadow.
 struct WriteRec {
   uint32_t interval = 0;
   uint32_t gtid = 0;  // launch-wide linear thread id
-  uint32_t gen = 0;   // writer's warp __syncwarp generation at the write
+  uint32_t gen = 0;   // writer's __syncwarp epoch at the write (Block::epoch)
 };
 struct ReadRec {
   uint32_t interval = 0;
-  uint32_t gtid = 0;  // kNone: several readers
-  uint32_t gen = 0;   // highest warp generation among the readers
-  uint32_t warp = 0;  // launch-wide warp id of the readers; kNone: several warps
+  uint32_t gtid = 0;   // kNone: several readers
+  uint32_t gen = 0;    // highest __syncwarp epoch among the readers
+  uint32_t warp = 0;   // launch-wide warp id of the readers; kNone: several warps
+  uint32_t lanes = 0;  // the readers' lanes when they are all of one warp
 };
 
 class Shadow {
@@ -109,7 +111,6 @@ struct Thread {
   Site bar_site;
   uint32_t bar_result = 0;    // threads whose predicate was non-zero
   uint32_t bar_arrivals = 0;  // threads that took part
-  uint32_t sync_gen = 0;  // warp generation of the last __syncwarp this thread took part in
   std::vector<SiteCount> sites;
   std::vector<AsyncCopy> async;
   uint32_t groups_committed = 0;
@@ -124,6 +125,10 @@ struct Collective {
   bool aligned = false;
   bool site_mismatch_reported = false;
   WarpSlots slots;
+  // The latest arriver's function and argument: a collective completed by an exiting lane runs
+  // them (that arriver is suspended, so its stack still holds `user`).
+  CollectiveFn fn = nullptr;
+  void* user = nullptr;
 };
 
 struct GlobalReq {
@@ -154,7 +159,13 @@ struct Block {
   uint32_t start_interval = 0;  // shared-memory records older than this belong to earlier blocks
   bool aborted = false;
   std::vector<Collective> collectives;
-  std::vector<uint32_t> warp_gen;
+  // __syncwarp ordering as vector clocks, one per lane: vc(w, a, b) is the latest epoch of lane b
+  // that lane a is ordered after (through a chain of __syncwarps). A lane's own entry is its
+  // epoch, which every __syncwarp it takes part in advances.
+  std::vector<uint32_t> clocks;
+  uint32_t& vc(uint32_t w, uint32_t a, uint32_t b) { return clocks[(w * kWarpSize + a) * kWarpSize + b]; }
+  uint32_t vc(uint32_t w, uint32_t a, uint32_t b) const { return clocks[(w * kWarpSize + a) * kWarpSize + b]; }
+  uint32_t epoch(uint32_t w, uint32_t lane) const { return vc(w, lane, lane); }
   // Dynamic shared memory (poisoned at block start) and its shadow.
   std::vector<uint8_t> smem_storage;
   uint8_t* smem = nullptr;
@@ -194,6 +205,9 @@ Thread& current_thread();   // aborts the process if called outside a launch (a 
 void suspend(Thread& t);    // back to the scheduler; throws FiberUnwind when the block aborts
 void make_ready(Thread& t);
 void yield_current();       // reschedule the running thread at a random point
+// Runs collective `index` of `b` over the lanes that arrived, wakes them except `skip_lane`
+// (kNone: wake all) and removes it.
+void complete_collective(Block& b, size_t index, uint32_t skip_lane);
 struct FiberUnwind {};
 
 // Findings (report.cpp).

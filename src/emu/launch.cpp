@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <numeric>
 #include <string>
@@ -80,17 +81,23 @@ void resume(Launch& L, Thread& t) {
   detail::tls_builtins = nullptr;
 }
 
-// A lane that exits while its warp-mates wait for it in a collective: they can never complete.
+// A lane exits while its warp-mates wait in a collective: PTX waits only for non-exited lanes, so
+// the collective completes once every remaining lane has arrived. An .aligned one never can.
 void release_collectives_of_exited(Thread& t) {
   Block& b = *t.block;
   const uint32_t bit = 1u << t.lane;
+  const uint32_t gone = b.exited_mask(t.warp);
   for (size_t i = b.collectives.size(); i-- > 0;) {
     Collective& c = b.collectives[i];
     if (c.warp != t.warp || !(c.mask & bit) || (c.arrived & bit)) continue;
+    if (!c.aligned) {
+      if (c.arrived == (c.mask & ~gone)) complete_collective(b, i, kNone);
+      continue;
+    }
     if (want_finding(FindingKind::partial_warp_collective)) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s mask 0x%08x: lane %u exited; lanes 0x%08x waiting get no result", c.name,
-                    c.mask, t.lane, c.arrived);
+      std::snprintf(buf, sizeof buf, "%s is .aligned: lane %u exited; lanes 0x%08x waiting get no result", c.name,
+                    t.lane, c.arrived);
       add_finding(FindingKind::partial_warp_collective, 0, c.site, buf);
     }
     for (uint32_t l = 0; l < kWarpSize; ++l) {
@@ -118,7 +125,8 @@ void complete_barrier(Launch& L, Block& b) {
     count += t.bar_pred != 0 ? 1 : 0;
     if (first == nullptr) {
       first = &t;
-    } else if (other == nullptr && (t.bar_site.line != first->bar_site.line || t.bar_site.file != first->bar_site.file)) {
+    } else if (other == nullptr && (t.bar_site.line != first->bar_site.line ||
+                                     std::strcmp(t.bar_site.file, first->bar_site.file) != 0)) {
       other = &t;
     }
   }
@@ -239,7 +247,11 @@ void start_block(Launch& L, Block& b, uint32_t linear, size_t slot) {
   b.start_interval = b.interval;
   b.collectives.clear();
   b.collectives.reserve(b.nwarps * 2);
-  b.warp_gen.assign(b.nwarps, 0);
+  // Every lane starts at epoch 1, ordered after nobody's accesses.
+  b.clocks.assign(size_t{b.nwarps} * kWarpSize * kWarpSize, 0);
+  for (uint32_t w = 0; w < b.nwarps; ++w) {
+    for (uint32_t l = 0; l < kWarpSize; ++l) b.vc(w, l, l) = 1;
+  }
   b.global_reqs.clear();
   b.shared_reqs.clear();
   b.smem_size = o.dynamic_smem_bytes;
@@ -269,7 +281,6 @@ void start_block(Launch& L, Block& b, uint32_t linear, size_t slot) {
     t.builtins.block_idx = b.idx;
     t.builtins.block_dim = o.block;
     t.builtins.grid_dim = o.grid;
-    t.sync_gen = 0;
     t.sites.clear();
     t.async.clear();
     t.groups_committed = 0;

@@ -59,17 +59,18 @@ const char* op_name(Op op) { return op == Op::load ? "load" : op == Op::store ? 
 
 uint32_t block_of(uint32_t gtid) { return gtid / g_launch->threads_per_block; }
 
-// Is an earlier access (interval iv, thread `other`, warp generation g) ordered before the
+// Is an earlier access (interval iv, thread `other`, the other's __syncwarp epoch g) ordered before the
 // running thread's access? Barriers order a block's intervals; __syncwarp orders a warp's lanes.
 // `floor`: records older than this interval are from an earlier launch (global memory) or an
 // earlier block that owned the same shared memory.
 bool ordered(const Thread& t, uint32_t floor, uint32_t iv, uint32_t other, uint32_t g) {
   const Block& b = *t.block;
   if (iv < floor || other == t.gtid) return true;
+  if (other == kNone) return false;  // atomics from several blocks
   if (iv != b.interval) return block_of(other) == b.linear;
   const uint32_t u = other - b.linear * b.nthreads;
   if (u / kWarpSize != t.warp) return false;
-  return t.sync_gen > g && b.threads[u].sync_gen > g;
+  return b.vc(t.warp, t.lane, u % kWarpSize) >= g;  // a chain of __syncwarps since the access
 }
 
 bool read_rec_ordered(const Thread& t, uint32_t floor, const ReadRec& r) {
@@ -79,7 +80,12 @@ bool read_rec_ordered(const Thread& t, uint32_t floor, const ReadRec& r) {
   if (r.interval != b.interval) return rblock == b.linear;
   if (r.gtid == t.gtid) return true;
   if ((r.warp & kSeveralWarps) || r.warp != b.linear * b.nwarps + t.warp) return false;
-  return t.sync_gen > r.gen;  // every reader is a lane of this warp
+  // Every reader is a lane of this warp: each must be ordered before us. r.gen is the highest
+  // reader epoch, exact when the lanes' epochs agree (full-mask __syncwarp), else conservative.
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    if ((r.lanes & (1u << l)) && l != t.lane && b.vc(t.warp, t.lane, l) < r.gen) return false;
+  }
+  return true;
 }
 
 std::string other_name(uint32_t gtid) { return gtid == kNone ? std::string("several threads") : thread_name(gtid); }
@@ -128,39 +134,60 @@ bool check(const void* p, size_t bytes, Site site, Op op, uint32_t flags) {
   uint8_t* st = r.shadow->status() + off;
   WriteRec* w = r.shadow->writes() + off;
   ReadRec* rd = r.shadow->reads() + off;
-  const uint32_t gen = b.warp_gen[t.warp];
+  const uint32_t gen = b.epoch(t.warp, t.lane);
   const uint32_t warp_id = b.linear * b.nwarps + t.warp;
-  bool poison = false, pending = false;
-  uint32_t race_with = kNone;
+  bool poison = false, pending = false, stale_nc = false;
+  uint32_t race_with = kNone, nc_writer = kNone;
   const char* race_what = nullptr;
   Counters& c = g_launch->report.counters;
   const uint32_t first = g_launch->first_interval;
   const uint32_t floor = shared ? b.start_interval : first;
+  const bool nc = op == Op::load && (flags & kAccessNonCoherent) && !shared;
   for (size_t i = 0; i < bytes; ++i) {
     pending = pending || (st[i] & kAsyncPending);
     if (op != Op::store) poison = poison || (st[i] & kUnwritten);
-    if (op == Op::atomic) {  // atomics never race; they do count as writes
-      st[i] &= static_cast<uint8_t>(~kUnwritten);
+    const bool after_atomic = st[i] & kAtomicWrite;
+    if (nc && !stale_nc && w[i].interval >= first) {
+      stale_nc = true;
+      nc_writer = w[i].gtid;
+    }
+    if (op == Op::atomic) {
+      // An atomic is a write that races with unordered plain accesses, never with atomics.
+      if (race_what == nullptr && !after_atomic && !ordered(t, floor, w[i].interval, w[i].gtid, w[i].gen)) {
+        race_with = w[i].gtid;
+        race_what = "atomic after a plain write by";
+      }
+      if (race_what == nullptr && !read_rec_ordered(t, floor, rd[i])) {
+        race_with = rd[i].gtid;
+        race_what = "atomic after a plain read by";
+      }
+      // One writer record per byte: atomics from another block make it "several blocks", so a
+      // later plain access by any thread of the launch still races with them.
+      const bool other_block = after_atomic && w[i].interval >= floor &&
+                               (w[i].gtid == kNone || block_of(w[i].gtid) != b.linear);
+      w[i] = WriteRec{b.interval, other_block ? kNone : t.gtid, gen};
+      st[i] = static_cast<uint8_t>((st[i] & ~kUnwritten) | kAtomicWrite);
       continue;
     }
     if (op == Op::load) {
       if (race_what == nullptr && !ordered(t, floor, w[i].interval, w[i].gtid, w[i].gen)) {
         race_with = w[i].gtid;
-        race_what = "read after a write by";
+        race_what = after_atomic ? "read after an atomic by" : "read after a write by";
       }
       ReadRec& x = rd[i];
       if (!shared && x.interval < first) c.global_bytes_read_unique++;
       if (x.interval != b.interval) {
-        x = ReadRec{b.interval, t.gtid, gen, warp_id};
+        x = ReadRec{b.interval, t.gtid, gen, warp_id, 1u << t.lane};
       } else {
         if (x.gtid != t.gtid) x.gtid = kNone;
         if (x.warp != warp_id) x.warp = kSeveralWarps | b.linear;
         if (gen > x.gen) x.gen = gen;
+        x.lanes |= 1u << t.lane;
       }
     } else {
       if (race_what == nullptr && !ordered(t, floor, w[i].interval, w[i].gtid, w[i].gen)) {
         race_with = w[i].gtid;
-        race_what = "write after a write by";
+        race_what = after_atomic ? "write after an atomic by" : "write after a write by";
       }
       if (race_what == nullptr && !read_rec_ordered(t, floor, rd[i])) {
         race_with = rd[i].gtid;
@@ -168,8 +195,14 @@ bool check(const void* p, size_t bytes, Site site, Op op, uint32_t flags) {
       }
       if (!shared && w[i].interval < first) c.global_bytes_written_unique++;
       w[i] = WriteRec{b.interval, t.gtid, gen};
-      st[i] &= static_cast<uint8_t>(~kUnwritten);
+      st[i] &= static_cast<uint8_t>(~(kUnwritten | kAtomicWrite));
     }
+  }
+  if (stale_nc && want_finding(FindingKind::stale_nc_read)) {
+    add_finding(FindingKind::stale_nc_read, a, site,
+                "non-coherent load (ld.global.nc / __ldg) at " + describe_address(a) +
+                    " of bytes written earlier in this launch by " + other_name(nc_writer) +
+                    ": the read-only path may return stale data");
   }
   if (pending && op == Op::load && want_finding(FindingKind::async_read_before_wait)) {
     add_finding(FindingKind::async_read_before_wait, a, site,
@@ -257,12 +290,20 @@ void land_async(Thread& t, uint32_t keep_groups) {
   const uint32_t limit = t.groups_committed > keep_groups ? t.groups_committed - keep_groups : 0;
   Block& b = *t.block;
   size_t kept = 0;
+  // The copy writes its destination when it lands: record the write in the waiting thread's
+  // interval, so other threads need a barrier (or __syncwarp) after the wait.
+  const WriteRec landed{b.interval, t.gtid, b.epoch(t.warp, t.lane)};
   for (size_t i = 0; i < t.async.size(); ++i) {
     AsyncCopy& op = t.async[i];
     if (op.group < limit) {
       std::memcpy(op.dst, op.data, op.size);
-      uint8_t* st = b.smem_shadow.status() + (op.dst - b.smem);
-      for (uint32_t k = 0; k < op.size; ++k) st[k] &= static_cast<uint8_t>(~kAsyncPending);
+      const size_t off = static_cast<size_t>(op.dst - b.smem);
+      uint8_t* st = b.smem_shadow.status() + off;
+      WriteRec* w = b.smem_shadow.writes() + off;
+      for (uint32_t k = 0; k < op.size; ++k) {
+        st[k] &= static_cast<uint8_t>(~(kAsyncPending | kAtomicWrite));
+        w[k] = landed;
+      }
     } else {
       t.async[kept++] = op;
     }

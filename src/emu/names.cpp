@@ -17,6 +17,7 @@ const char* finding_kind_name(FindingKind k) {
     case FindingKind::smem_over_limit: return "smem_over_limit";
     case FindingKind::unsupported: return "unsupported";
     case FindingKind::deadlock: return "deadlock";
+    case FindingKind::stale_nc_read: return "stale_nc_read";
   }
   return "?";
 }

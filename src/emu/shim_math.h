@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,6 +20,16 @@ namespace tejas::emu::detail {
 inline constexpr float kLn10 = 2.302585092994045684f;
 // __fdividef(x, y) returns 0 for 2^126 < |y| < 2^128 (documented hardware behaviour).
 inline constexpr float kFdividefZeroAbove = 8.507059173023462e37f;  // 2^126
+
+// `r` is already an integral value (or NaN / inf).
+template <class Int>
+inline Int saturate_to(double r) {
+  using L = std::numeric_limits<Int>;
+  if (std::isnan(r)) return 0;
+  if (r <= static_cast<double>(L::min())) return L::min();
+  if (r >= static_cast<double>(L::max())) return L::max();  // max rounds up to 2^k in double
+  return static_cast<Int>(r);
+}
 
 template <class To, class From>
 inline To bits_as(From v) {
@@ -67,12 +78,31 @@ inline unsigned __float_as_uint(float x) { return tejas::emu::detail::bits_as<un
 inline float __uint_as_float(unsigned x) { return tejas::emu::detail::bits_as<float>(x); }
 inline long long __double_as_longlong(double x) { return tejas::emu::detail::bits_as<long long>(x); }
 inline double __longlong_as_double(long long x) { return tejas::emu::detail::bits_as<double>(x); }
-inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
-inline int __float2int_rz(float x) { return static_cast<int>(x); }
-inline int __float2int_rd(float x) { return static_cast<int>(std::floor(x)); }
-inline int __float2int_ru(float x) { return static_cast<int>(std::ceil(x)); }
-inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(std::nearbyint(x)); }
-inline unsigned __float2uint_rz(float x) { return static_cast<unsigned>(x); }
+// Float -> integer conversions saturate like the GPU's cvt.rni / rzi / rmi / rpi: NaN gives 0,
+// values beyond the type's range give its minimum / maximum (0 for negatives into unsigned).
+// The rounding is done in double, where every float and every rounded double is exact.
+#define TEJAS_EMU_CVT_SAT(FROM, FROM_T, TO, TO_T)                                                          \
+  inline TO_T __##FROM##2##TO##_rn(FROM_T x) {                                                            \
+    return tejas::emu::detail::saturate_to<TO_T>(std::nearbyint(static_cast<double>(x)));                 \
+  }                                                                                                       \
+  inline TO_T __##FROM##2##TO##_rz(FROM_T x) {                                                            \
+    return tejas::emu::detail::saturate_to<TO_T>(std::trunc(static_cast<double>(x)));                     \
+  }                                                                                                       \
+  inline TO_T __##FROM##2##TO##_rd(FROM_T x) {                                                            \
+    return tejas::emu::detail::saturate_to<TO_T>(std::floor(static_cast<double>(x)));                     \
+  }                                                                                                       \
+  inline TO_T __##FROM##2##TO##_ru(FROM_T x) {                                                            \
+    return tejas::emu::detail::saturate_to<TO_T>(std::ceil(static_cast<double>(x)));                      \
+  }
+TEJAS_EMU_CVT_SAT(float, float, int, int)
+TEJAS_EMU_CVT_SAT(float, float, uint, unsigned)
+TEJAS_EMU_CVT_SAT(float, float, ll, long long)
+TEJAS_EMU_CVT_SAT(float, float, ull, unsigned long long)
+TEJAS_EMU_CVT_SAT(double, double, int, int)
+TEJAS_EMU_CVT_SAT(double, double, uint, unsigned)
+TEJAS_EMU_CVT_SAT(double, double, ll, long long)
+TEJAS_EMU_CVT_SAT(double, double, ull, unsigned long long)
+#undef TEJAS_EMU_CVT_SAT
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline float __uint2float_rn(unsigned x) { return static_cast<float>(x); }
 

@@ -137,7 +137,7 @@ inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, tejas::emu::Site s 
   return tejas::emu::detail::reduce(tejas::emu::detail::ReduceOp::bxor, mask, v, s);
 }
 
-// ---- atomics (global or shared; never race; each is a scheduling point) ------------------------
+// ---- atomics (global or shared; race only with unordered plain accesses; each is a scheduling point)
 #define TEJAS_EMU_ATOMIC(NAME, T, EXPR)                                                          \
   inline T NAME(T* p, T v, tejas::emu::Site s = tejas::emu::Site::here()) {                     \
     return tejas::emu::detail::atomic_rmw(p, [v]([[maybe_unused]] T old) -> T { return static_cast<T>(EXPR); }, s); \
@@ -178,7 +178,7 @@ TEJAS_EMU_ATOMIC_CAS(unsigned short)
 // ---- cached loads / stores: checked device-layer accesses; the cache hints do nothing here ------
 template <class T>
 inline T __ldg(const T* p, tejas::emu::Site s = tejas::emu::Site::here()) {
-  return tejas::emu::load(p, s);
+  return tejas::emu::load(p, s, tejas::emu::kAccessNonCoherent);
 }
 template <class T>
 inline T __ldcg(const T* p, tejas::emu::Site s = tejas::emu::Site::here()) {

@@ -1,4 +1,5 @@
 // Barriers and warp collectives: the rendezvous, and the semantics of each CUDA warp intrinsic.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -46,12 +47,13 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
     }
     return;
   }
+  // PTX waits only for the non-exited threads of a membermask; an .aligned instruction needs
+  // the whole warp.
   const uint32_t gone = b.exited_mask(t.warp) & mask;
-  if (gone != 0) {
+  if (aligned && gone != 0) {
     if (rt::want_finding(FindingKind::partial_warp_collective)) {
       rt::add_finding(FindingKind::partial_warp_collective, 0, site,
-                      std::string(name) + " mask " + hex32(mask) + " names lanes " + hex32(gone) +
-                          " that exited or do not exist");
+                      std::string(name) + " is .aligned: lanes " + hex32(gone) + " exited or do not exist");
     }
     return;
   }
@@ -69,33 +71,46 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
     c->warp = t.warp;
     c->mask = mask;
     c->aligned = aligned;
-    c->slots.mask = mask;
-  } else if (!same_site(c->site, site) && !c->site_mismatch_reported) {
+    c->slots.requested = mask;
+  } else if (aligned && !same_site(c->site, site) && !c->site_mismatch_reported) {
+    // sm_70+: only .aligned instructions must be the same instruction in every lane.
     c->site_mismatch_reported = true;
     if (rt::want_finding(FindingKind::partial_warp_collective)) {
       rt::add_finding(FindingKind::partial_warp_collective, 0, site,
-                      std::string(name) + " executed by lanes of one warp at different call sites (also at " +
-                          c->site.file + ":" + std::to_string(c->site.line) + ")");
+                      std::string(name) + " is .aligned but executed by lanes of one warp at different call sites" +
+                          " (also at " + c->site.file + ":" + std::to_string(c->site.line) + ")");
     }
   }
   c->arrived |= bit;
   c->slots.in[t.lane] = in;
   c->slots.out[t.lane] = out;
-  if (c->arrived != mask) {
+  c->fn = fn;
+  c->user = user;
+  if (c->arrived != (mask & ~gone)) {
     t.state = rt::ThreadState::in_collective;
     rt::suspend(t);
     return;
   }
   // Last arriver: compute for everyone, wake the others, then yield so that the order in which
   // the lanes continue is the scheduler's (seeded) choice too.
-  fn(c->slots, user);
-  for (uint32_t l = 0; l < kWarpSize; ++l) {
-    if ((mask & (1u << l)) && l != t.lane) rt::make_ready(b.threads[t.warp * kWarpSize + l]);
-  }
-  *c = b.collectives.back();
-  b.collectives.pop_back();
+  rt::complete_collective(b, static_cast<size_t>(c - b.collectives.data()), t.lane);
   rt::yield_current();
 }
+
+namespace rt {
+
+void complete_collective(Block& b, size_t index, uint32_t skip_lane) {
+  Collective& c = b.collectives[index];
+  c.slots.mask = c.arrived;
+  c.fn(c.slots, c.user);
+  for (uint32_t l = 0; l < kWarpSize; ++l) {
+    if ((c.arrived & (1u << l)) && l != skip_lane) make_ready(b.threads[c.warp * kWarpSize + l]);
+  }
+  b.collectives[index] = b.collectives.back();
+  b.collectives.pop_back();
+}
+
+}  // namespace rt
 
 namespace detail {
 
@@ -120,9 +135,17 @@ void syncwarp(uint32_t mask, Site site) {
   auto fn = [](WarpSlots& s, void*) {
     Thread& t = rt::current_thread();
     Block& b = *t.block;
-    const uint32_t gen = ++b.warp_gen[t.warp];
-    for (uint32_t l = 0; l < kWarpSize; ++l) {
-      if (s.mask & (1u << l)) b.threads[t.warp * kWarpSize + l].sync_gen = gen;
+    // Lanes are ordered by a chain of __syncwarps they took part in: every participant's clock
+    // becomes the join of theirs, then each advances its own epoch.
+    uint32_t join[kWarpSize] = {};
+    for (uint32_t p = 0; p < kWarpSize; ++p) {
+      if (!(s.mask & (1u << p))) continue;
+      for (uint32_t j = 0; j < kWarpSize; ++j) join[j] = std::max(join[j], b.vc(t.warp, p, j));
+    }
+    for (uint32_t p = 0; p < kWarpSize; ++p) {
+      if (!(s.mask & (1u << p))) continue;
+      for (uint32_t j = 0; j < kWarpSize; ++j) b.vc(t.warp, p, j) = join[j];
+      b.vc(t.warp, p, p)++;
     }
   };
   warp_collective("__syncwarp", mask, false, nullptr, nullptr, fn, nullptr, site);
@@ -138,6 +161,7 @@ struct ShflIn {
 };
 
 constexpr uint32_t kMaxShflBytes = 8;
+constexpr int kLaneBits = 31;
 
 // CUDA's source-lane rule for each shuffle kind; a lane's own value when the source falls
 // outside its width-segment (idx wraps inside the segment instead).
@@ -147,19 +171,20 @@ uint32_t shfl_source(const ShflIn& in, uint32_t lane) {
                     : static_cast<int>(kWarpSize);
   const int seg = static_cast<int>(lane) & ~(w - 1);
   const int me = static_cast<int>(lane);
+  const int b = in.arg & kLaneBits;  // PTX uses only b[4:0] of the lane / delta / lane-mask operand
   switch (in.mode) {
-    case ShflMode::idx: return static_cast<uint32_t>(seg + (in.arg & (w - 1)));
+    case ShflMode::idx: return static_cast<uint32_t>(seg + (b & (w - 1)));
     case ShflMode::up: {
-      const int s = me - static_cast<int>(static_cast<unsigned>(in.arg));
+      const int s = me - b;
       return static_cast<uint32_t>(s >= seg ? s : me);
     }
     case ShflMode::down: {
-      const long s = static_cast<long>(me) + static_cast<unsigned>(in.arg);
+      const int s = me + b;
       return static_cast<uint32_t>(s < seg + w ? s : me);
     }
     case ShflMode::bfly: {
-      const int s = me ^ in.arg;
-      return static_cast<uint32_t>(s >= 0 && s < seg + w ? s : me);
+      const int s = me ^ b;
+      return static_cast<uint32_t>(s < seg + w ? s : me);
     }
   }
   return lane;
@@ -172,7 +197,10 @@ void shfl(ShflMode mode, uint32_t mask, const void* value, uint32_t bytes, int a
   std::memcpy(&in.value, value, bytes < kMaxShflBytes ? bytes : kMaxShflBytes);
   uint64_t result;
   std::memset(&result, kPoisonByte, sizeof result);
-  auto fn = [](WarpSlots& s, void*) {
+  auto fn = [](WarpSlots& s, void* user) {
+    const Site& at = *static_cast<const Site*>(user);
+    const Thread& me = rt::current_thread();  // a lane of this warp (last arriver or exiting lane)
+    const uint32_t exited = s.requested & ~s.mask;
     for (uint32_t l = 0; l < kWarpSize; ++l) {
       if (!(s.mask & (1u << l))) continue;
       const auto& mine = *static_cast<const ShflIn*>(s.in[l]);
@@ -180,31 +208,38 @@ void shfl(ShflMode mode, uint32_t mask, const void* value, uint32_t bytes, int a
       // A source lane outside the mask is undefined in CUDA: hand out poison.
       if (src < kWarpSize && (s.mask & (1u << src))) {
         *static_cast<uint64_t*>(s.out[l]) = static_cast<const ShflIn*>(s.in[src])->value;
+      } else if (src < kWarpSize && (exited & (1u << src)) && rt::want_finding(FindingKind::partial_warp_collective)) {
+        rt::add_finding(FindingKind::partial_warp_collective, 0, at,
+                        "shuffle source lane " + std::to_string(src) + " has exited: the value is undefined",
+                        &me.block->threads[me.warp * kWarpSize + l]);
       }
     }
   };
   static const char* const kNames[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"};
-  warp_collective(kNames[static_cast<int>(mode)], mask, false, &in, &result, fn, nullptr, site);
+  warp_collective(kNames[static_cast<int>(mode)], mask, false, &in, &result, fn, &site, site);
   std::memcpy(out, &result, bytes < kMaxShflBytes ? bytes : kMaxShflBytes);
 }
 
 uint32_t vote(VoteMode mode, uint32_t mask, int pred, Site site) {
-  uint32_t ballot = 0;
+  struct VoteOut {
+    uint32_t ballot = 0;
+    uint32_t members = 0;  // the lanes that took part
+  } res;
   auto fn = [](WarpSlots& s, void*) {
     uint32_t b = 0;
     for (uint32_t l = 0; l < kWarpSize; ++l) {
       if ((s.mask & (1u << l)) && *static_cast<const int*>(s.in[l]) != 0) b |= 1u << l;
     }
     for (uint32_t l = 0; l < kWarpSize; ++l) {
-      if (s.mask & (1u << l)) *static_cast<uint32_t*>(s.out[l]) = b;
+      if (s.mask & (1u << l)) *static_cast<VoteOut*>(s.out[l]) = VoteOut{b, s.mask};
     }
   };
   static const char* const kNames[] = {"__ballot_sync", "__any_sync", "__all_sync"};
-  warp_collective(kNames[static_cast<int>(mode)], mask, false, &pred, &ballot, fn, nullptr, site);
+  warp_collective(kNames[static_cast<int>(mode)], mask, false, &pred, &res, fn, nullptr, site);
   switch (mode) {
-    case VoteMode::ballot: return ballot;
-    case VoteMode::any: return ballot != 0 ? 1 : 0;
-    case VoteMode::all: return ballot == mask ? 1 : 0;
+    case VoteMode::ballot: return res.ballot;
+    case VoteMode::any: return res.ballot != 0 ? 1 : 0;
+    case VoteMode::all: return res.members != 0 && res.ballot == res.members ? 1 : 0;
   }
   return 0;
 }
@@ -281,9 +316,10 @@ uint32_t reduce(ReduceOp op, uint32_t mask, uint32_t value, Site site) {
       if (s.mask & (1u << l)) *static_cast<uint32_t*>(s.out[l]) = acc;
     }
   };
-  static const char* const kNames[] = {"__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
-                                       "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync",
-                                       "__reduce_or_sync",  "__reduce_xor_sync"};
+  // Signed and unsigned min / max are different instructions: they never rendezvous together.
+  static const char* const kNames[] = {"__reduce_add_sync",  "__reduce_min_sync.s32", "__reduce_max_sync.s32",
+                                       "__reduce_min_sync.u32", "__reduce_max_sync.u32", "__reduce_and_sync",
+                                       "__reduce_or_sync",   "__reduce_xor_sync"};
   warp_collective(kNames[static_cast<int>(op)], mask, false, &in, &result, fn, nullptr, site);
   return result;
 }

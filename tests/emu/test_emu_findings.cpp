@@ -167,23 +167,35 @@ TEST(EmuFindings, StalledBlockIsReportedAndUnwound) {
   EXPECT_EQ(g_unwound, 96);
 }
 
+// Lanes 16..31 exit without calling the shuffle: PTX then computes over the lanes that remain,
+// but a source lane that exited gives an undefined value.
 constexpr int kPartialLine = __LINE__ + 4;
 __global__ void partial_shuffle(int* out, int fix) {
   const int lane = threadIdx.x % 32;
   int v = lane;
-  if (lane < 16) v = __shfl_sync(fix ? 0x0000ffffu : 0xffffffffu, v, 2);
+  if (lane < 16) v = __shfl_sync(0xffffffffu, v, fix ? 2 : 20);
   st_global(out + threadIdx.x, v);
 }
 
-TEST(EmuFindings, CollectiveByPartOfTheWarp) {
+TEST(EmuFindings, ShuffleFromAnExitedLane) {
   DevBuf<int> out(32);
-  auto r = run1(partial_shuffle, dim3(32), 0, out.get(), 0);
-  expect_only(r, {FindingKind::partial_warp_collective});
-  EXPECT_EQ(findings_of(r, FindingKind::partial_warp_collective)[0].site.line, static_cast<uint32_t>(kPartialLine));
-  auto clean = run1(partial_shuffle, dim3(32), 0, out.get(), 1);
-  EXPECT_TRUE(clean.ok()) << clean.summary();
-  const auto v = out.download();
-  for (int l = 0; l < 32; ++l) EXPECT_EQ(v[l], l < 16 ? 2 : l);
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    emu::LaunchOptions o;
+    o.block = dim3(32);
+    o.seed = seed;
+    auto r = emu::launch(o, partial_shuffle, out.get(), 0);
+    expect_only(r, {FindingKind::partial_warp_collective});
+    const auto f = findings_of(r, FindingKind::partial_warp_collective);
+    ASSERT_EQ(f.size(), 16u) << r.summary();
+    for (const auto& x : f) {
+      EXPECT_EQ(x.site.line, static_cast<uint32_t>(kPartialLine));
+      EXPECT_LT(x.thread.x, 16u);
+    }
+    auto clean = emu::launch(o, partial_shuffle, out.get(), 1);
+    EXPECT_TRUE(clean.ok()) << clean.summary();
+    const auto v = out.download();
+    for (int l = 0; l < 32; ++l) EXPECT_EQ(v[l], l < 16 ? 2 : l);
+  }
 }
 
 constexpr int kMaskLine = __LINE__ + 4;

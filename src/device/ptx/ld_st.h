@@ -136,11 +136,12 @@ __device__ __forceinline__ void st_cs(T* p, const T& v) {
 #endif
 
 // ld.global.nc: read-only data for the whole kernel (inputs nobody writes during the launch).
+// The emulator reports a read of bytes written earlier in the same launch (stale_nc_read).
 template <class T>
 __device__ __forceinline__ T ld_global_nc(const T* p TEJAS_SITE_PARAM) {
   static_assert(ldst_detail::kValidAccess<T>, "1, 2, 4, 8 or 16 bytes");
 #if TEJAS_EMULATION
-  return ::tejas::emu::load(p, site);
+  return ::tejas::emu::load(p, site, ::tejas::emu::kAccessNonCoherent);
 #else
   return ldst_detail::ld_nc(p);
 #endif
