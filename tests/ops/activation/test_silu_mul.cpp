@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "ops/activation/activation_test_util.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 

@@ -11,7 +11,7 @@
 
 #include "ops/norm/kernel_harness.h"
 #include "ops/norm/norm_math.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 

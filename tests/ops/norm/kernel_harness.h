@@ -12,7 +12,7 @@
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "tejas/context.h"
 #include "tejas/status.h"
 

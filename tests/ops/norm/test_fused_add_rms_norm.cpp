@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ops/norm/norm_math.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 

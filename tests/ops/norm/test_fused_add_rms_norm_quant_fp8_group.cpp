@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/norm/quant_math.h"
 #include "support/seed.h"
 #include "tejas/norm.h"

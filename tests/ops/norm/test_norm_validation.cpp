@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 

@@ -10,7 +10,7 @@
 
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
 #include "tejas/rope.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
 #include "tejas/rope.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "support/seed.h"
 

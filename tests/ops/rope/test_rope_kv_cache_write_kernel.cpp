@@ -12,7 +12,7 @@
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
 #include "ops/common/ref_numeric.h"
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "support/seed.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/norm/op_checks.h"
+#include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
 #include "tejas/rope.h"

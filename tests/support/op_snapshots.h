@@ -1,6 +1,5 @@
 // Test helpers shared by the norm, rope and activation tests: proof that a failed call wrote
 // nothing, and an e4m3 encoder written apart from src/ops/common/ref_numeric.
-// (A candidate for tests/support/.)
 #pragma once
 #include <gtest/gtest.h>
 
