@@ -64,7 +64,7 @@ __device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int
   float r[N];
   load_any<N>(rp, p.res_dtype, r);
   const bool narrow = p.res_dtype != DType::f32;
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
   store_any<N>(rp, p.res_dtype, f);
 }
@@ -74,7 +74,7 @@ template <int N>
 __device__ __forceinline__ void scale_by_weight(const NormParams& p, int64_t col, float inv_rms, float (&f)[N]) {
   float w[N];
   load_any<N, true>(elem_at(p.weight, 0, 0, col, dtype_size(p.w_dtype)), p.w_dtype, w);
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
 }
 
@@ -86,7 +86,7 @@ __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int6
     return;
   }
   float q[N];
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int e = 0; e < N; ++e) q[e] = f[e] / scale;  // y / s, IEEE division, then e4m3 RNE + satfinite
   store_typed<DType::e4m3, N>(elem_at(p.out, row, p.out_stride, col, 1), q);
 }
@@ -101,17 +101,17 @@ __device__ __forceinline__ float fp8_scale(float amax, float min_scale) {
 template <int I>
 __device__ __forceinline__ void group_amax(int tid, int group_vecs, float (&amax)[I], NormSmem* smem) {
   const int width = group_vecs < kWarpSize ? group_vecs : kWarpSize;
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k)
     for (int off = width / 2; off > 0; off /= 2)
       amax[k] = dev::MaxNanOp{}(amax[k], __shfl_xor_sync(dev::kFullWarpMask, amax[k], off));
   if (group_vecs <= kWarpSize) return;
   const int warp = tid / kWarpSize, first = (tid / group_vecs) * (group_vecs / kWarpSize);
   if (tid % kWarpSize == 0)
-TEJAS_NORM_UNROLL
+#pragma unroll
     for (int k = 0; k < I; ++k) ptx::st_shared(&smem->group_amax[k][warp], amax[k]);
   __syncthreads();
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k) {
     float m = 0.0f;
     for (int w = 0; w < group_vecs / kWarpSize; ++w) m = dev::MaxNanOp{}(m, ptx::ld_shared(&smem->group_amax[k][first + w]));
@@ -133,27 +133,27 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   // 1. The row into registers (residual added and stored on the way).
   float v[I][V];
   float vt[1] = {0.0f};
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k) {
     const int j = k * rs.nthreads + rs.tid;
     if (j < nvec) load_input<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k]);
     else
-TEJAS_NORM_UNROLL
+#pragma unroll
       for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
   }
   if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt);
 
   // 2. Sum of squares -> 1 / rms.
   float ss = vt[0] * vt[0];
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k)
-TEJAS_NORM_UNROLL
+#pragma unroll
     for (int e = 0; e < V; ++e) ss += v[k][e] * v[k][e];
   ss = row_allreduce(p, ss, dev::SumOp{}, 0.0f, smem);
   const float inv_rms = rsqrtf(ss / static_cast<float>(p.H) + p.eps);
 
   // 3. y = v * inv_rms * weight, in place.
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k) {
     const int j = k * rs.nthreads + rs.tid;
     if (j < nvec) scale_by_weight<V>(p, static_cast<int64_t>(j) * V, inv_rms, v[k]);
@@ -164,17 +164,17 @@ TEJAS_NORM_UNROLL
   if (p.out_kind == OutKind::fp8_group) {
     const int group_vecs = kQuantGroup / V;  // H % 128 == 0: no tail, every group whole
     float amax[I];
-TEJAS_NORM_UNROLL
+#pragma unroll
     for (int k = 0; k < I; ++k) {
       amax[k] = 0.0f;
-TEJAS_NORM_UNROLL
+#pragma unroll
       for (int e = 0; e < V; ++e) {
         v[k][e] = clamp_f32_range(v[k][e]);
         amax[k] = dev::MaxNanOp{}(amax[k], fabsf(v[k][e]));
       }
     }
     group_amax<I>(rs.tid, group_vecs, amax, smem);
-TEJAS_NORM_UNROLL
+#pragma unroll
     for (int k = 0; k < I; ++k) {
       const int j = k * rs.nthreads + rs.tid;
       if (j >= nvec) continue;
@@ -195,16 +195,16 @@ TEJAS_NORM_UNROLL
   float s = 1.0f;
   if (p.out_kind == OutKind::fp8_dynamic) {
     float amax = fabsf(vt[0]);
-TEJAS_NORM_UNROLL
+#pragma unroll
     for (int k = 0; k < I; ++k)
-TEJAS_NORM_UNROLL
+#pragma unroll
       for (int e = 0; e < V; ++e) amax = dev::MaxNanOp{}(amax, fabsf(v[k][e]));
     s = fp8_scale(row_allreduce(p, amax, dev::MaxNanOp{}, 0.0f, smem), p.min_scale);
     if (rs.tid == 0) ptx::st_global(static_cast<float*>(p.scale) + rs.row, s);
   } else if (p.out_kind == OutKind::fp8_static) {
     s = ptx::ld_global_nc(static_cast<const float*>(p.scale));
   }
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int k = 0; k < I; ++k) {
     const int j = k * rs.nthreads + rs.tid;
     if (j < nvec) store_out<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], s);

@@ -9,14 +9,6 @@
 
 #include <cstring>
 
-// `#pragma unroll` for nvcc (register arrays indexed by loop counters must be unrolled); the
-// host compiler of emulation builds does not know the pragma. (A candidate for prelude.h.)
-#if TEJAS_EMULATION
-#define TEJAS_NORM_UNROLL
-#else
-#define TEJAS_NORM_UNROLL _Pragma("unroll")
-#endif
-
 namespace tejas::norm {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
@@ -73,13 +65,13 @@ __device__ __forceinline__ void load_typed(const void* p, float (&f)[N]) {
   constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using C = typename ChunkOf<kPiece>::type;
   unsigned char b[kBytes];
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int i = 0; i < kBytes / kPiece; ++i) {
     const C* cp = static_cast<const C*>(p) + i;
     const C c = kReadOnly ? ptx::ld_global_nc(cp) : ptx::ld_global(cp);
     memcpy(b + i * kPiece, &c, kPiece);
   }
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int e = 0; e < N; ++e) f[e] = decode<D>(b + e * kElemBytes<D>);
 }
 
@@ -89,9 +81,9 @@ __device__ __forceinline__ void store_typed(void* p, const float (&f)[N]) {
   constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using C = typename ChunkOf<kPiece>::type;
   unsigned char b[kBytes];
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int e = 0; e < N; ++e) encode<D>(f[e], b + e * kElemBytes<D>);
-TEJAS_NORM_UNROLL
+#pragma unroll
   for (int i = 0; i < kBytes / kPiece; ++i) {
     C c;
     memcpy(&c, b + i * kPiece, kPiece);
