@@ -5,18 +5,18 @@
 #include "ops/norm/instances.h"
 #include "ops/norm/launch.h"
 #include "ops/norm/reference.h"
+#include "runtime/device_copy.h"
 #include "runtime/validate.h"
 
 namespace tejas::norm {
 namespace {
 
 // Debug-check mode: the static scale's value, copied to the host (synchronizes the stream).
-Status check_static_scale(const char* op, const NormArgs& a, cudaStream_t stream) {
-  float host = 0.0f;
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-      op, cudaMemcpyAsync(&host, a.scale.data, sizeof host, cudaMemcpyDeviceToHost, stream), "static scale copy"));
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaStreamSynchronize(stream), "static scale copy"));
-  return ref::check_static_fp8_scale(op, TensorView::contiguous(&host, DType::f32, {1}));
+Status check_static_scale(const char* op, const ExecContext& ctx, const NormArgs& a) {
+  std::vector<uint8_t> storage;
+  TensorView host;
+  TEJAS_RETURN_IF_ERROR(detail::copy_view_to_host(op, ctx, a.scale, &storage, &host));
+  return ref::check_static_fp8_scale(op, host);
 }
 
 }  // namespace
@@ -24,7 +24,7 @@ Status check_static_scale(const char* op, const NormArgs& a, cudaStream_t stream
 Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& a) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
-    TEJAS_RETURN_IF_ERROR(check_static_scale(op, a, stream));
+    TEJAS_RETURN_IF_ERROR(check_static_scale(op, ctx, a));
   NormLaunch l = plan_norm(op, a);
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::cuda, "H above 16384");
   const NormKernel kernel = pick_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/common/cuda_check.h"
+#include "runtime/device_copy.h"
 #include "ops/quant/kernel_select.h"
 #include "ops/quant/launch.h"
 
@@ -11,7 +12,7 @@ namespace tejas::quant_kernel {
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", *plan.tensors[3], stream));
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[3]));
   print_plan(op, plan);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const QuantConfig& c = plan.configs[i];
@@ -25,7 +26,7 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", *plan.tensors[2], stream));
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[2]));
   print_plan(op, plan);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const DequantConfig& c = plan.configs[i];

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/rope/plan.h"
+#include "runtime/device_copy.h"
 
 namespace tejas::rotary {
 
@@ -44,7 +45,7 @@ Status host_view(const char* op, const ExecContext& ctx, Backend backend, const 
     return Status::Ok();
   }
 #if TEJAS_WITH_CUDA
-  return copy_to_host(op, ctx, t, storage, host);
+  return detail::copy_view_to_host(op, ctx, t, storage, host);
 #else
   (void)ctx;
   (void)storage;

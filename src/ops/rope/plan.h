@@ -35,10 +35,6 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
 
 // The cuda backend (launch.cu); only in builds with device code.
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l);
-// Debug-check mode on the cuda backend: a host copy of a small device tensor (positions, slot
-// mappings, scales), synchronizing ctx.stream. `host` views `storage`.
-Status copy_to_host(const char* op, const ExecContext& ctx, const TensorView& device, std::vector<uint8_t>* storage,
-                    TensorView* host);
 
 }  // namespace tejas::rotary
 
