@@ -28,7 +28,6 @@ void check_layout(detail::Validator& v, const TensorView& t, const char* name) {
   v.nonnegative_strides(t, name).inner_contiguous(t, name).element_aligned(t, name);
 }
 
-void check_distinct(detail::Validator& v, const TensorView& t, const char* name) { v.distinct_elements(t, name); }
 
 // Shared by both ops; `residual` is absent for rms_norm.
 Status validate(const char* op, const TensorView& x, const TensorView& residual, bool fused, const TensorView& weight,
@@ -73,9 +72,9 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
 
   const TensorView none;
   const TensorView& out_scale = fp8 && dynamic ? sc.scale : none;  // an output only when dynamic
-  check_distinct(v, out, "out");
-  check_distinct(v, residual, "residual");
-  check_distinct(v, out_scale, kScaleName);
+  v.distinct_elements(out, "out");
+  v.distinct_elements(residual, "residual");
+  v.distinct_elements(out_scale, kScaleName);
   v.no_overlap(out, "out", x, "x", /*allow_identical=*/true)
       .no_overlap(out, "out", weight, "weight")
       .no_overlap(out, "out", residual, "residual")
@@ -147,9 +146,9 @@ Status validate_quant(const TensorView& x, const TensorView& residual, const Ten
   v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
   v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {kScales, &scales}});
 
-  check_distinct(v, residual, "residual");
-  check_distinct(v, q, "q");
-  check_distinct(v, scales, kScales);
+  v.distinct_elements(residual, "residual");
+  v.distinct_elements(q, "q");
+  v.distinct_elements(scales, kScales);
   v.no_overlap(q, "q", x, "x")
       .no_overlap(q, "q", weight, "weight")
       .no_overlap(q, "q", residual, "residual")

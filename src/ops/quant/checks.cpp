@@ -34,10 +34,6 @@ void check_layout(Validator& v, const TensorView& data, const char* data_name, c
   }
 }
 
-void check_distinct_elements(Validator& v, const TensorView& t, const char* name) {
-  if (t.defined() && t.numel() > 0) v.distinct_elements(t, name);
-}
-
 bool valid_format(MxFormat f) { return f == MxFormat::mxfp8 || f == MxFormat::mxfp4 || f == MxFormat::nvfp4; }
 
 void check_tensor_scale(Validator& v, MxFormat f, const TensorView& ts) {

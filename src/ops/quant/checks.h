@@ -14,9 +14,6 @@ namespace tejas::quant_detail {
 void check_layout(detail::Validator& v, const TensorView& data, const char* data_name, const TensorView& q,
                   const TensorView& scales, int64_t block, const std::string& block_what);
 
-// An output must not map two indices to one element (zero or interleaved strides).
-void check_distinct_elements(detail::Validator& v, const TensorView& t, const char* name);
-
 bool valid_format(MxFormat f);
 
 // tensor_scale: f32 [1] for nvfp4, absent otherwise.

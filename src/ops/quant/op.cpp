@@ -10,7 +10,6 @@
 namespace tejas {
 
 using detail::Validator;
-using quant_detail::check_distinct_elements;
 using quant_detail::check_layout;
 
 namespace {
@@ -92,8 +91,8 @@ Status quant_fp8_group(const ExecContext& ctx, const TensorView& x, const Tensor
       .dtype_in(scales, "scales", {DType::f32, DType::ue8m0});
   v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
   if (v.ok()) check_layout(v, x, "x", q, scales, group_size, group_what(group_size));
-  check_distinct_elements(v, q, "q");
-  check_distinct_elements(v, scales, "scales");
+  v.distinct_elements(q, "q");
+  v.distinct_elements(scales, "scales");
   v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}});
   v.no_overlap(q, "q", x, "x").no_overlap(scales, "scales", x, "x").no_overlap(scales, "scales", q, "q");
   TEJAS_RETURN_IF_ERROR(v.status());
@@ -117,7 +116,7 @@ Status dequant_fp8_group(const ExecContext& ctx, const TensorView& q, const Tens
       .dtype_in(out, "out", {DType::bf16, DType::f16, DType::f32});
   v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
   if (v.ok()) check_layout(v, out, "out", q, scales, group_size, group_what(group_size));
-  check_distinct_elements(v, out, "out");
+  v.distinct_elements(out, "out");
   v.same_device({{"q", &q}, {"scales", &scales}, {"out", &out}});
   v.no_overlap(out, "out", q, "q").no_overlap(out, "out", scales, "scales");
   TEJAS_RETURN_IF_ERROR(v.status());
@@ -137,8 +136,8 @@ Status quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, co
   v.defined(x, "x").defined(q, "q").defined(scales, "scales");
   if (v.ok()) check_mx_dtypes(v, format, x, "x", q, scales);
   if (v.ok()) check_layout(v, x, "x", q, scales, mx_block_size(format), block_what(format));
-  check_distinct_elements(v, q, "q");
-  check_distinct_elements(v, scales, "scales");
+  v.distinct_elements(q, "q");
+  v.distinct_elements(scales, "scales");
   quant_detail::check_tensor_scale(v, format, tensor_scale);
   v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}});
   v.no_overlap(q, "q", x, "x").no_overlap(scales, "scales", x, "x").no_overlap(scales, "scales", q, "q");
@@ -163,7 +162,7 @@ Status dequant_mx(const ExecContext& ctx, MxFormat format, const TensorView& q, 
   v.defined(q, "q").defined(scales, "scales").defined(out, "out");
   if (v.ok()) check_mx_dtypes(v, format, out, "out", q, scales);
   if (v.ok()) check_layout(v, out, "out", q, scales, mx_block_size(format), block_what(format));
-  check_distinct_elements(v, out, "out");
+  v.distinct_elements(out, "out");
   quant_detail::check_tensor_scale(v, format, tensor_scale);
   v.same_device({{"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}, {"out", &out}});
   v.no_overlap(out, "out", q, "q").no_overlap(out, "out", scales, "scales");

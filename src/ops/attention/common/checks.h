@@ -18,11 +18,6 @@ inline std::string format_value(double x) {
   return os.str();
 }
 
-// An output must not write one element twice (a zero or too-small stride would race on the GPU).
-inline void require_no_self_overlap(detail::Validator& v, const TensorView& t, const char* name) {
-  v.distinct_elements(t, name);
-}
-
 // A double parameter that must be finite and >= 0.
 inline void require_finite_nonnegative(detail::Validator& v, double x, const char* name, const char* note) {
   v.require(std::isfinite(x) && x >= 0.0,
