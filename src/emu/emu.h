@@ -226,6 +226,34 @@ void cp_async_wait(int n, Site site);  // at most n most recent groups stay pend
 // Reports a finding from the device layer (e.g. an instruction the emulated arch lacks).
 void report(FindingKind kind, const void* address, Site site, std::string detail);
 
+// ---- math functions with the GPU's error (src/device/math.h calls these) --------------------
+// CUDA's expf and rsqrtf are not correctly rounded: the CUDA C++ Programming Guide's
+// Mathematical Functions appendix ("Single-Precision Mathematical Standard Library Functions
+// with Maximum ULP Error") gives expf 2 ulp and rsqrtf 2 ulp (full range). In `gpu` mode the
+// emulator returns the correctly rounded value moved by k ulps, |k| <= that bound, k a hash of
+// (seed, function, input bits): equal inputs give equal results within a launch, as on hardware,
+// and other seeds probe other errors. The seed is the running launch's (LaunchReport::seed),
+// outside a launch TEJAS_EMU_SEED or the fixed default. Special values are exact (NaN, +-Inf,
+// 0, expf(+-0) = 1), and a finite nonzero result never becomes 0 or Inf.
+enum class MathMode : uint8_t {
+  gpu,    // bounded perturbation (default)
+  exact,  // correctly rounded
+};
+inline constexpr int kExpfMaxUlps = 2;
+inline constexpr int kRsqrtfMaxUlps = 2;
+MathMode math_mode();           // TEJAS_EMU_MATH=gpu|exact, read once (unknown values: gpu, warned)
+void set_math_mode(MathMode m); // overrides the environment for the process (tests)
+bool parse_math_mode(const char* text, MathMode* out);  // "gpu" / "exact"; false otherwise
+float gpu_expf(float x);        // by math_mode()
+float gpu_rsqrtf(float x);
+float correctly_rounded_expf(float x);
+float correctly_rounded_rsqrtf(float x);
+
+// How this build switches fibers: "boost" (Boost.Context) or "ucontext" (CMake TEJAS_EMU_FIBERS).
+const char* fiber_implementation();
+float perturbed_expf(float x, uint64_t seed);  // gpu mode's result under `seed`
+float perturbed_rsqrtf(float x, uint64_t seed);
+
 // The current thread's view (inside a launch).
 namespace detail {
 // CUDA built-in variables of the running fiber (cuda_shim.h maps threadIdx etc. onto these).

@@ -5,7 +5,6 @@
 // cluster are fibers that a seeded scheduler resumes one at a time until they block (barrier,
 // warp collective, atomic yield) or exit.
 #pragma once
-#include <boost/context/detail/fcontext.hpp>
 
 #include <array>
 #include <cstdint>
@@ -14,10 +13,10 @@
 #include <vector>
 
 #include "emu/emu.h"
+#include "emu/fiber.h"
 
 namespace tejas::emu::rt {
 
-namespace bctx = boost::context::detail;
 
 inline constexpr uint32_t kWarpSize = 32;
 inline constexpr uint32_t kFullMask = 0xffffffffu;
@@ -97,7 +96,7 @@ struct AsyncCopy {
 
 struct Block;
 struct Thread {
-  bctx::fcontext_t fiber = nullptr;
+  FiberContext fiber;
   void* stack_top = nullptr;
   Block* block = nullptr;
   uint32_t tid = 0, lane = 0, warp = 0;  // within the block
@@ -191,11 +190,15 @@ struct Launch {
   std::vector<Thread> threads;    // their threads
   std::vector<Thread*> ready;
   Thread* current = nullptr;
-  bctx::fcontext_t scheduler = nullptr;
+  FiberContext scheduler;  // the launch loop's own context while a fiber runs
   uint32_t next_random(uint32_t bound);
 };
 
 extern thread_local Launch* g_launch;
+
+inline constexpr uint64_t kDefaultSeed = 0x7e1a5ull;  // fixed default: runs are reproducible
+// An unsigned environment value (decimal, 0x hex or 0 octal); `fallback` when unset or malformed.
+uint64_t env_u64(const char* name, uint64_t fallback);
 
 // Interval numbering (process-wide).
 uint32_t new_interval();

@@ -21,20 +21,11 @@ thread_local Launch* g_launch = nullptr;
 
 namespace {
 
-constexpr uint64_t kDefaultSeed = 0x7e1a5ull;  // fixed default: runs are reproducible
 constexpr uint32_t kMaxThreadsPerBlock = 1024;
 constexpr size_t kSmemAlign = 1024;  // generous, so bank and alignment math sees aligned bases
 constexpr size_t kBytesPerKb = 1024;
 
 std::atomic<uint32_t> g_interval{0};
-
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 0);
-  return (end != nullptr && *end == '\0') ? x : fallback;
-}
 
 uint64_t splitmix64(uint64_t& s) {
   uint64_t z = (s += 0x9e3779b97f4a7c15ull);
@@ -45,9 +36,8 @@ uint64_t splitmix64(uint64_t& s) {
 
 void thread_exit(Thread& t, bool unwound);
 
-void fiber_entry(bctx::transfer_t tr) {
-  Thread* t = static_cast<Thread*>(tr.data);
-  g_launch->scheduler = tr.fctx;
+void fiber_entry(void* arg) {
+  Thread* t = static_cast<Thread*>(arg);
   bool unwound = false;
   std::string thrown;
   try {
@@ -63,7 +53,7 @@ void fiber_entry(bctx::transfer_t tr) {
     add_finding(FindingKind::unsupported, 0, Site{}, "kernel code threw an exception: " + thrown);
   }
   thread_exit(*t, unwound);
-  bctx::jump_fcontext(g_launch->scheduler, nullptr);  // never resumed
+  FiberContext::swap(t->fiber, g_launch->scheduler);  // never resumed
   std::abort();
 }
 
@@ -73,10 +63,9 @@ void resume(Launch& L, Thread& t) {
   detail::tls_builtins = &t.builtins;
   if (!t.started) {
     t.started = true;
-    t.fiber = bctx::make_fcontext(t.stack_top, L.stack_bytes, fiber_entry);
+    t.fiber.start(t.stack_top, L.stack_bytes, fiber_entry, &t);
   }
-  const bctx::transfer_t tr = bctx::jump_fcontext(t.fiber, &t);
-  t.fiber = tr.fctx;
+  FiberContext::swap(L.scheduler, t.fiber);
   L.current = nullptr;
   detail::tls_builtins = nullptr;
 }
@@ -275,7 +264,7 @@ void start_block(Launch& L, Block& b, uint32_t linear, size_t slot) {
     t.state = ThreadState::ready;
     t.started = false;
     t.unwind = false;
-    t.fiber = nullptr;
+    t.fiber = FiberContext{};
     t.stack_top = fiber_stack_top(slot * b.nthreads + i, L.stack_bytes);
     t.builtins.thread_idx = unflatten(i, o.block);
     t.builtins.block_idx = b.idx;
@@ -317,6 +306,14 @@ bool validate_launch(Launch& L) {
 
 }  // namespace
 
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 0);
+  return (end != nullptr && *end == '\0') ? x : fallback;
+}
+
 uint32_t new_interval() { return g_interval.fetch_add(1, std::memory_order_relaxed) + 1; }
 
 uint32_t Launch::next_random(uint32_t bound) {
@@ -332,8 +329,7 @@ Thread& current_thread() {
 }
 
 void suspend(Thread& t) {
-  const bctx::transfer_t tr = bctx::jump_fcontext(g_launch->scheduler, nullptr);
-  g_launch->scheduler = tr.fctx;
+  FiberContext::swap(t.fiber, g_launch->scheduler);
   if (t.unwind) throw FiberUnwind{};
 }
 

@@ -5,7 +5,9 @@
 //
 // Accuracy: the fast-math forms (__expf, __logf, __fdividef, rsqrtf, ...) are computed with the
 // accurate host functions, not the GPU's approximations; kernels must not depend on the last
-// bits of an approximate intrinsic. Round-to-nearest forms (__fmaf_rn, __fsqrt_rn, ...) are exact.
+// bits of an approximate intrinsic. Kernels call tejas::dev::expf / rsqrtf (device/math.h),
+// which carry the GPU's documented error (math.cpp). Round-to-nearest forms (__fmaf_rn,
+// __fsqrt_rn, ...) are exact.
 #pragma once
 #include <cmath>
 #include <cstdint>

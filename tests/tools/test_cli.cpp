@@ -189,5 +189,6 @@ TEST(Cli, RooflineAndInfoWithoutGpu) {
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "tejas 0.1.0")) << r.out;
   EXPECT_TRUE(has(r.out, "compiled CUDA architectures:")) << r.out;
+  EXPECT_TRUE(has(r.out, "emulator: fibers ")) << r.out;
   EXPECT_TRUE(has(r.out, "no GPU")) << r.out;
 }

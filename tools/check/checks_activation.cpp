@@ -56,7 +56,7 @@ Case fused_fp8_case(Rng& rng, DType dt, DType scale, int64_t T, int64_t F, bool 
                                          clamped ? " clamped" : ""));
   fill_normal(c.in("x", dt, {T, 2 * F}), rng, 0.0, clamped ? kClampedStddev : 1.0);
   c.out("q", DType::e4m3, {T, F}, code_rule());
-  c.out("scales", scale, {T, F / kSiluQuantFp8Group}, scale == DType::f32 ? f32_scale_rule() : code_rule());
+  c.out("scales", scale, {T, F / kSiluQuantFp8Group}, scale == DType::f32 ? computed_scale_rule() : code_rule());
   c.set_call([clamped](const ExecContext& ctx, const Args& a) {
     SiluMulOptions o;
     o.clamped = clamped;

@@ -93,7 +93,7 @@ Case fused_quant_case(Rng& rng, DType x, DType residual, DType scales, int64_t T
   fill_uniform(c.in("weight", x, {H}), rng, 0.5, 1.5);
   fill_normal(c.inout("residual", residual, {T, H}, float_rule(residual)), rng);
   c.out("q", DType::e4m3, {T, H}, code_rule());
-  c.out("scales", scales, {T, H / kNormQuantGroup}, scales == DType::f32 ? f32_scale_rule() : code_rule());
+  c.out("scales", scales, {T, H / kNormQuantGroup}, scales == DType::f32 ? computed_scale_rule() : code_rule());
   c.set_call([](const ExecContext& ctx, const Args& a) {
     return fused_add_rms_norm_quant_fp8_group(ctx, a["x"], a["residual"], a["weight"], kEps, a["q"], a["scales"]);
   });

@@ -1,6 +1,7 @@
 // tejas info: the device (or "no GPU"), compiled CUDA architectures and the version.
 #include "bench/gpu.h"
 #include "commands.h"
+#include "emu/emu.h"
 #include "tejas/version.h"
 
 namespace tejas::cli {
@@ -9,7 +10,8 @@ constexpr const char* kHelp =
     "usage: tejas info\n"
     "\n"
     "Prints the CUDA device (name, SMs, compute capability, memory, L2, clocks, driver and runtime\n"
-    "versions) or \"no GPU\", the CUDA architectures this build carries kernels for, and the version.\n";
+    "versions) or \"no GPU\", the CUDA architectures this build carries kernels for, the version,\n"
+    "and how the emulator runs (fiber switches: boost or ucontext; math: gpu or exact, TEJAS_EMU_MATH).\n";
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0, kMiB = 1024.0 * 1024.0;
 constexpr int kKhzPerMhz = 1000;
 constexpr int kVersionMajor = 1000, kVersionMinor = 10;  // CUDA encodes 13.0 as 13000
@@ -23,6 +25,8 @@ int cmd_info(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (!parse_or_help("info", kHelp, {}, args, &flags, out, err, &code)) return code;
   out << "tejas " << version_string() << "\n";
   out << "compiled CUDA architectures: " << compiled_cuda_architectures() << "\n";
+  out << "emulator: fibers " << emu::fiber_implementation() << ", math "
+      << (emu::math_mode() == emu::MathMode::exact ? "exact" : "gpu") << "\n";
   const bench::DeviceInfo d = bench::device_info();
   if (!d.present) {
     out << "no GPU (" << d.why_absent << ")\n";

@@ -11,6 +11,7 @@
 // ulp of the correctly rounded value.
 #pragma once
 #include "device/numeric/convert.h"
+#include "device/math.h"  // dev::expf: the GPU's error under emulation
 #include "device/prelude.h"
 #include "ops/activation/config.h"  // Act, ActOptions
 
@@ -24,7 +25,7 @@ inline constexpr float kGeluCubic = 0.044715f;
 // g * sigmoid(a), with the header's limits: -0 when a = -Inf (t = 0 on the negative side), NaN
 // for NaN.
 __device__ __forceinline__ float times_sigmoid(float g, float a) {
-  const float t = expf(-fabsf(a));
+  const float t = dev::expf(-fabsf(a));
   if (a >= 0.0f) return g / (1.0f + t);
   if (t == 0.0f) return -0.0f;  // a -> -Inf (or so negative that e^a underflows): the limit
   return g * t / (1.0f + t);

@@ -1,0 +1,38 @@
+// Math functions whose GPU results are not correctly rounded. Kernels call these instead of the
+// global names, so the emulator can give them the GPU's error: on the device they are CUDA's own
+// expf / rsqrtf; under emulation they return the correctly rounded value moved by up to the
+// documented maximum error (TEJAS_EMU_MATH, docs/emulator.md), so a test tuned on the emulator
+// cannot rely on last bits the GPU does not reproduce.
+//
+// Maximum errors (CUDA C++ Programming Guide, Mathematical Functions appendix, table
+// "Single-Precision Mathematical Standard Library Functions with Maximum ULP Error"):
+//   expf(x)    2 ulp (full range)
+//   rsqrtf(x)  2 ulp (full range)
+// Special values as CUDA documents them: expf(+-0) = 1, expf(-Inf) = +0, expf(+Inf) = +Inf;
+// rsqrtf(+-0) = +-Inf, rsqrtf(+Inf) = +0, rsqrtf(x < 0) = NaN; NaN in, NaN out.
+#pragma once
+#include "device/prelude.h"
+
+#if TEJAS_EMULATION
+#include "emu/emu.h"
+#endif
+
+namespace tejas::dev {
+
+__device__ __forceinline__ float expf(float x) {
+#if TEJAS_EMULATION
+  return ::tejas::emu::gpu_expf(x);
+#else
+  return ::expf(x);
+#endif
+}
+
+__device__ __forceinline__ float rsqrtf(float x) {
+#if TEJAS_EMULATION
+  return ::tejas::emu::gpu_rsqrtf(x);
+#else
+  return ::rsqrtf(x);
+#endif
+}
+
+}  // namespace tejas::dev
