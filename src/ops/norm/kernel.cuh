@@ -8,6 +8,7 @@
 // values (uniform branches), to keep the instantiation count small.
 #pragma once
 #include "device/prelude.h"
+#include "device/math.h"  // dev::rsqrtf: the GPU's error under emulation
 #include "device/reduce.cuh"
 #include "device/smem.h"
 #include "ops/norm/config.h"
@@ -96,27 +97,30 @@ __device__ __forceinline__ float fp8_scale(float amax, float min_scale) {
   return amax != amax ? amax : fmaxf(amax / kE4m3MaxF, min_scale);
 }
 
-// Group maximum over the `group_vecs` consecutive threads of one group (all lanes of the warp
-// call it: shuffles need the full mask). Groups wider than a warp go through shared memory.
-template <int I>
-__device__ __forceinline__ void group_amax(int tid, int group_vecs, float (&amax)[I], NormSmem* smem) {
-  const int width = group_vecs < kWarpSize ? group_vecs : kWarpSize;
+// Group maxima of item k (the GroupVecs consecutive threads of one group; every lane of the
+// warp calls it: shuffles need the full mask). A group within a warp ends here; a wider one
+// leaves each warp's maximum in shared memory, read back by group_amax_wide after a barrier.
+// NOTES: publishing item by item keeps one maximum live instead of I; that is what keeps the
+// V = 1, E = 16 kernel (I = 16) inside sm_80's 64 registers at 1024 threads without spilling.
+template <int GroupVecs>
+__device__ __forceinline__ float group_amax_warp(int tid, int k, float amax, NormSmem* smem) {
+  constexpr int kWidth = GroupVecs < kWarpSize ? GroupVecs : kWarpSize;
 #pragma unroll
-  for (int k = 0; k < I; ++k)
-    for (int off = width / 2; off > 0; off /= 2)
-      amax[k] = dev::MaxNanOp{}(amax[k], __shfl_xor_sync(dev::kFullWarpMask, amax[k], off));
-  if (group_vecs <= kWarpSize) return;
-  const int warp = tid / kWarpSize, first = (tid / group_vecs) * (group_vecs / kWarpSize);
-  if (tid % kWarpSize == 0)
+  for (int off = kWidth / 2; off > 0; off /= 2)
+    amax = dev::MaxNanOp{}(amax, __shfl_xor_sync(dev::kFullWarpMask, amax, off));
+  if constexpr (GroupVecs > kWarpSize)
+    if (tid % kWarpSize == 0) ptx::st_shared(&smem->group_amax[k][tid / kWarpSize], amax);
+  return amax;
+}
+
+template <int GroupVecs>
+__device__ __forceinline__ float group_amax_wide(int tid, int k, const NormSmem* smem) {
+  constexpr int kWarps = GroupVecs / kWarpSize;
+  const int first = (tid / GroupVecs) * kWarps;
+  float m = 0.0f;
 #pragma unroll
-    for (int k = 0; k < I; ++k) ptx::st_shared(&smem->group_amax[k][warp], amax[k]);
-  __syncthreads();
-#pragma unroll
-  for (int k = 0; k < I; ++k) {
-    float m = 0.0f;
-    for (int w = 0; w < group_vecs / kWarpSize; ++w) m = dev::MaxNanOp{}(m, ptx::ld_shared(&smem->group_amax[k][first + w]));
-    amax[k] = m;
-  }
+  for (int w = 0; w < kWarps; ++w) m = dev::MaxNanOp{}(m, ptx::ld_shared(&smem->group_amax[k][first + w]));
+  return m;
 }
 
 template <DType XT, int V, int E>
@@ -150,7 +154,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
 #pragma unroll
     for (int e = 0; e < V; ++e) ss += v[k][e] * v[k][e];
   ss = row_allreduce(p, ss, dev::SumOp{}, 0.0f, smem);
-  const float inv_rms = rsqrtf(ss / static_cast<float>(p.H) + p.eps);
+  const float inv_rms = dev::rsqrtf(ss / static_cast<float>(p.H) + p.eps);
 
   // 3. y = v * inv_rms * weight, in place.
 #pragma unroll
@@ -162,26 +166,32 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
 
   // 4. The write, from the same registers.
   if (p.out_kind == OutKind::fp8_group) {
-    const int group_vecs = kQuantGroup / V;  // H % 128 == 0: no tail, every group whole
-    float amax[I];
+    constexpr int kGroupVecs = kQuantGroup / V;  // H % 128 == 0: no tail, every group whole
+    constexpr bool kWide = kGroupVecs > kWarpSize;
+    float amax[kWide ? 1 : I];
 #pragma unroll
     for (int k = 0; k < I; ++k) {
-      amax[k] = 0.0f;
+      float a = 0.0f;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         v[k][e] = clamp_f32_range(v[k][e]);
-        amax[k] = dev::MaxNanOp{}(amax[k], fabsf(v[k][e]));
+        a = dev::MaxNanOp{}(a, fabsf(v[k][e]));
       }
+      a = group_amax_warp<kGroupVecs>(rs.tid, k, a, smem);
+      if constexpr (!kWide) amax[k] = a;
     }
-    group_amax<I>(rs.tid, group_vecs, amax, smem);
+    if constexpr (kWide) __syncthreads();
 #pragma unroll
     for (int k = 0; k < I; ++k) {
       const int j = k * rs.nthreads + rs.tid;
       if (j >= nvec) continue;
-      const float s = fp8_scale(amax[k], p.min_scale);
+      float a;
+      if constexpr (kWide) a = group_amax_wide<kGroupVecs>(rs.tid, k, smem);
+      else a = amax[k];
+      const float s = fp8_scale(a, p.min_scale);
       float stored = s;
-      if (j % group_vecs == 0) {
-        const int64_t g = j / group_vecs;
+      if (j % kGroupVecs == 0) {
+        const int64_t g = j / kGroupVecs;
         unsigned char* sp = static_cast<unsigned char*>(p.scale) +
                             (rs.row * p.scale_stride_t + g * p.scale_stride_g) * dtype_size(p.scale_dtype);
         if (p.scale_dtype == DType::ue8m0) ptx::st_global(sp, num::f32_to_ue8m0(s));
