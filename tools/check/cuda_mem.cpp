@@ -10,6 +10,9 @@
 namespace tejas::check {
 namespace {
 constexpr size_t kGuardBytes = 256;
+// cudaMalloc returns 256-byte-aligned memory; the mirror keeps the host view's address modulo
+// this, so a misaligned host view (element offset, odd base) is just as misaligned on the device.
+constexpr size_t kAlignModulus = 256;
 constexpr uint8_t kGuardByte = 0xA5;
 constexpr const char* kNoCuda = "built without CUDA (host-only build)";
 
@@ -73,29 +76,31 @@ DeviceMirror::~DeviceMirror() { device_free(base_); }
 
 Status DeviceMirror::upload(const HostTensor& h) {
   payload_ = payload_bytes(h.view());
+  offset_ = kGuardBytes + reinterpret_cast<uintptr_t>(h.view().data) % kAlignModulus;
+  const size_t total = offset_ + payload_ + kGuardBytes;
   void* p = nullptr;
-  TEJAS_RETURN_IF_ERROR(device_alloc(&p, payload_ + 2 * kGuardBytes));
+  TEJAS_RETURN_IF_ERROR(device_alloc(&p, total));
   base_ = static_cast<uint8_t*>(p);
-  TEJAS_RETURN_IF_ERROR(device_fill(base_, kGuardByte, payload_ + 2 * kGuardBytes));
-  TEJAS_RETURN_IF_ERROR(copy_to_device(base_ + kGuardBytes, h.view().data, payload_));
+  TEJAS_RETURN_IF_ERROR(device_fill(base_, kGuardByte, total));
+  TEJAS_RETURN_IF_ERROR(copy_to_device(base_ + offset_, h.view().data, payload_));
   view_ = h.view();
-  view_.data = base_ + kGuardBytes;
+  view_.data = base_ + offset_;
   view_.device = Device::cuda;
   view_.device_index = 0;
   return Status::Ok();
 }
 
-Status DeviceMirror::download(HostTensor& h) const {
-  return copy_to_host(h.view().data, base_ + kGuardBytes, payload_);
-}
+Status DeviceMirror::download(HostTensor& h) const { return copy_to_host(h.view().data, base_ + offset_, payload_); }
 
 Status DeviceMirror::guards_intact(bool* intact) const {
-  std::vector<uint8_t> head(kGuardBytes), tail(kGuardBytes);
-  TEJAS_RETURN_IF_ERROR(copy_to_host(head.data(), base_, kGuardBytes));
-  TEJAS_RETURN_IF_ERROR(copy_to_host(tail.data(), base_ + kGuardBytes + payload_, kGuardBytes));
+  std::vector<uint8_t> head(offset_), tail(kGuardBytes);
+  TEJAS_RETURN_IF_ERROR(copy_to_host(head.data(), base_, offset_));
+  TEJAS_RETURN_IF_ERROR(copy_to_host(tail.data(), base_ + offset_ + payload_, kGuardBytes));
   *intact = true;
-  for (size_t i = 0; i < kGuardBytes; ++i)
-    if (head[i] != kGuardByte || tail[i] != kGuardByte) *intact = false;
+  for (uint8_t b : head)
+    if (b != kGuardByte) *intact = false;
+  for (uint8_t b : tail)
+    if (b != kGuardByte) *intact = false;
   return Status::Ok();
 }
 

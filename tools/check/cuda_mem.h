@@ -24,6 +24,7 @@ Status device_fill(void* dst, uint8_t byte, size_t bytes);
 Status device_synchronize();
 
 // A device copy of a HostTensor's storage (padding included), with guard bytes on both sides.
+// The device view has the host view's address modulo 256, so misaligned views stay misaligned.
 class DeviceMirror {
  public:
   DeviceMirror() = default;
@@ -37,7 +38,8 @@ class DeviceMirror {
   const TensorView& view() const { return view_; }  // the host view, with data on the device
 
  private:
-  uint8_t* base_ = nullptr;  // guard + payload + guard
+  uint8_t* base_ = nullptr;  // guard (offset_ bytes) + payload + guard
+  size_t offset_ = 0;        // payload start: kGuardBytes + host address % 256
   size_t payload_ = 0;
   TensorView view_;
 };
