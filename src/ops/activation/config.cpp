@@ -6,6 +6,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/alignment.h"
+
 namespace tejas::act {
 namespace {
 
@@ -25,17 +27,19 @@ int lanes_for(int64_t chunks, int min_lanes) {
 
 }  // namespace
 
-int common_alignment(const Alignment& a, int max_bytes) {
-  const uint64_t all = a.x_addr | a.x_row_stride_bytes | a.up_offset_bytes | a.out_addr | a.out_row_stride_bytes |
-                       static_cast<uint64_t>(max_bytes);
-  return static_cast<int>(all & (~all + 1));  // lowest set bit
+int x_halves_alignment(const TensorView& x, int64_t F) {
+  if (!x.defined()) return kMaxVecBytes;
+  TensorView gate = x, up = x;
+  gate.shape[1] = up.shape[1] = F;
+  up.data = static_cast<char*>(x.data) + dtype_bytes(x.dtype, F);
+  return std::min(detail::access_alignment(gate, kMaxVecBytes), detail::access_alignment(up, kMaxVecBytes));
 }
 
 GatedConfig make_gated_config(const GatedProblem& p) {
   GatedConfig c;
   // Curated widths: 16 B (the fast path), 8 B (F a multiple of 4 / 2 elements but rows only
   // 8-byte aligned), else one element per access.
-  const int align = common_alignment(p.align, kMaxVecBytes);
+  const int align = std::min(p.x_align, p.out_align);
   c.vec_bytes = align >= kMaxVecBytes ? kMaxVecBytes : (align >= 8 && p.elem_bytes < 8 ? 8 : p.elem_bytes);
   c.vec = c.vec_bytes / p.elem_bytes;
   const int64_t chunks = p.F / c.vec;
@@ -49,11 +53,7 @@ GatedConfig make_gated_config(const GatedProblem& p) {
 QuantConfig make_quant_config(const QuantProblem& p) {
   QuantConfig c;
   const int q_lane_bytes = kQuantElems * p.q_bits / 8;  // 8 (e4m3) or 4 (e2m1)
-  Alignment x_only = p.align, q_only = p.align;
-  x_only.out_addr = x_only.out_row_stride_bytes = 0;
-  q_only.x_addr = q_only.x_row_stride_bytes = q_only.up_offset_bytes = 0;
-  c.vectorized = common_alignment(x_only, kMaxVecBytes) >= kMaxVecBytes &&
-                 common_alignment(q_only, q_lane_bytes) >= q_lane_bytes;
+  c.vectorized = p.x_align >= kMaxVecBytes && p.q_align >= q_lane_bytes;
   c.lanes_per_group = p.group / kQuantElems;
   const int64_t chunks = p.F / kQuantElems;
   c.threads_per_row = lanes_for(chunks, c.lanes_per_group);

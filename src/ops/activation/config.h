@@ -1,5 +1,5 @@
 // Kernel configs of the gated activations: pure functions from the problem (shape, dtype, the
-// byte alignment of every row start) to the launch shape. Unit-tested in
+// byte alignment every row start of each operand shares) to the launch shape. Unit-tested in
 // tests/ops/activation/test_activation_config.cpp; printed when TEJAS_PRINT_CONFIG=1.
 //
 // Thread mapping (both kernels): a block is `threads` threads = rows_per_block rows x
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tejas/norm.h"  // kFp8MinAmax, kE4m3Max
+#include "tejas/tensor.h"
 
 namespace tejas::act {
 
@@ -40,21 +41,17 @@ inline constexpr int kMaxVecBytes = 16;       // one ld.global.v4.u32 per lane
 inline constexpr int64_t kMaxGridY = 65535;   // CUDA's limit on gridDim.y
 inline constexpr int kQuantElems = 8;         // fused quant kernels: elements per lane (16 B of bf16/f16)
 
-// The byte offsets that decide how wide the accesses may be: every row start of x, of up (x row
-// + F elements) and of every output must be a multiple of the access width.
-struct Alignment {
-  uint64_t x_addr = 0, x_row_stride_bytes = 0, up_offset_bytes = 0;
-  uint64_t out_addr = 0, out_row_stride_bytes = 0;
-};
-
-// Largest power of two <= max_bytes that divides every value of `a` (at least 1).
-int common_alignment(const Alignment& a, int max_bytes);
+// Alignments decide how wide the accesses may be: the largest power of two <= kMaxVecBytes that
+// divides every row start of a view (detail::access_alignment). x_align covers both [T, F]
+// halves of x, gate (x[:, :F]) and up (x[:, F:], F elements further):
+int x_halves_alignment(const TensorView& x, int64_t F);
 
 // ---- silu_mul / gelu_tanh_mul -----------------------------------------------------------------
 struct GatedProblem {
   int elem_bytes = 2;  // 2 (bf16, f16) or 4 (f32)
   int64_t T = 1, F = 1;
-  Alignment align;
+  int x_align = kMaxVecBytes;    // gate and up rows
+  int out_align = kMaxVecBytes;
 };
 
 struct GatedConfig {
@@ -79,7 +76,8 @@ struct QuantProblem {
   int64_t T = 1, F = 128;
   int group = 128;          // 128 (fp8 group), 32 (mxfp4), 16 (nvfp4)
   int q_bits = 8;           // 8 (e4m3) or 4 (e2m1)
-  Alignment align;          // out_*: q's row starts
+  int x_align = kMaxVecBytes;  // gate and up rows
+  int q_align = kMaxVecBytes;
 };
 
 struct QuantConfig {

@@ -7,22 +7,18 @@
 #include "ops/activation/kernel.cuh"
 #include "ops/activation/launch.h"
 #include "ops/activation/quant_kernel.cuh"
+#include "runtime/alignment.h"
 
 namespace tejas::act {
 inline namespace TEJAS_BUILD_NS {
-
-inline uint64_t addr_of(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 
 inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
   GatedProblem p;
   p.elem_bytes = static_cast<int>(dtype_bytes(x.dtype, 1));
   p.T = out.shape[0];
   p.F = out.shape[1];
-  p.align.x_addr = addr_of(x.data);
-  p.align.x_row_stride_bytes = static_cast<uint64_t>(x.stride[0] * p.elem_bytes);
-  p.align.up_offset_bytes = static_cast<uint64_t>(p.F * p.elem_bytes);
-  p.align.out_addr = addr_of(out.data);
-  p.align.out_row_stride_bytes = static_cast<uint64_t>(out.stride[0] * p.elem_bytes);
+  p.x_align = x_halves_alignment(x, p.F);
+  p.out_align = detail::access_alignment(out, kMaxVecBytes);
   return make_gated_config(p);
 }
 
@@ -55,17 +51,13 @@ inline GatedKernel gated_kernel_for(Act act, DType t, int vec_bytes) {
 // ---- fused quant ------------------------------------------------------------------------------
 inline QuantConfig quant_config(const QuantArgs& a) {
   const TensorView &x = *a.x, &q = *a.q;
-  constexpr int kElemBytes = 2;  // bf16 / f16
   QuantProblem p;
   p.T = q.shape[0];
   p.F = q.shape[1];
   p.group = quant_group(a.kind);
   p.q_bits = dtype_bits(q.dtype);
-  p.align.x_addr = addr_of(x.data);
-  p.align.x_row_stride_bytes = static_cast<uint64_t>(x.stride[0] * kElemBytes);
-  p.align.up_offset_bytes = static_cast<uint64_t>(p.F * kElemBytes);
-  p.align.out_addr = addr_of(q.data);
-  p.align.out_row_stride_bytes = static_cast<uint64_t>(dtype_bytes(q.dtype, q.stride[0]));
+  p.x_align = x_halves_alignment(x, p.F);
+  p.q_align = detail::access_alignment(q, kMaxVecBytes);
   return make_quant_config(p);
 }
 

@@ -1,5 +1,5 @@
 // Launch configuration of the RMSNorm family: a pure function of the problem (shape, dtypes,
-// byte alignment of every row), unit-tested in tests/ops/norm/test_norm_config.cpp.
+// byte alignment of every operand's rows), unit-tested in tests/ops/norm/test_norm_config.cpp.
 //
 // The row lives in registers between the sum of squares and the scaled write: each thread holds
 // `elems_per_thread` (E, a template parameter: 8 or 16) floats, as E / vec vectors of `vec`
@@ -26,18 +26,18 @@ inline constexpr int64_t kMaxH = int64_t{kMaxThreads} * kLargeE;  // 16384: the 
 inline constexpr int kWarpRowsPerBlock = 4;       // rows per CTA in warp-per-row mode
 inline constexpr int kQuantGroup = 128;           // fp8_group: elements per scale
 
-// One tensor's placement: dtype, address and token stride (elements). Absent tensors are ignored.
-struct Placement {
+// One tensor operand: its dtype and the alignment its row starts share, in bytes (a power of two
+// <= kMaxVecBytes, from detail::access_alignment). Absent operands are ignored.
+struct Operand {
   bool present = false;
   DType dtype = DType::f32;
-  uint64_t addr = 0;
-  int64_t row_stride = 0;  // 0 for weight (one row)
+  int align = kMaxVecBytes;
 };
 
 struct NormProblem {
   int64_t T = 0, H = 0;
   OutKind out_kind = OutKind::same;
-  Placement x, residual, weight, out;
+  Operand x, residual, weight, out;
 };
 
 struct NormConfig {
@@ -53,15 +53,13 @@ struct NormConfig {
 constexpr int dtype_size(DType t) { return dtype_bits(t) / 8; }
 
 // Widest vector (elements) such that every access of `p` (vec * element size bytes, at most 16)
-// is aligned: its address and, for row tensors, its token stride in bytes.
-constexpr int widest_vec(const Placement& p) {
+// is aligned.
+constexpr int widest_vec(const Operand& p) {
   if (!p.present) return kMaxVec;
   const int es = dtype_size(p.dtype);
   for (int v = kMaxVec; v > 1; v /= 2) {
     const int bytes = v * es;
-    if (bytes > kMaxVecBytes) continue;
-    const uint64_t stride_bytes = static_cast<uint64_t>(p.row_stride) * static_cast<uint64_t>(es);
-    if (p.addr % static_cast<uint64_t>(bytes) == 0 && stride_bytes % static_cast<uint64_t>(bytes) == 0) return v;
+    if (bytes <= kMaxVecBytes && p.align >= bytes) return v;
   }
   return 1;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/alignment.h"
 #include "runtime/print_config.h"
 #include "ops/norm/launch.h"
 #include "tejas/norm.h"
@@ -12,14 +13,9 @@
 namespace tejas::norm {
 namespace {
 
-Placement placement(const TensorView& t, bool rows) {
-  Placement p;
-  if (!t.defined()) return p;
-  p.present = true;
-  p.dtype = t.dtype;
-  p.addr = reinterpret_cast<uintptr_t>(t.data);
-  p.row_stride = rows ? t.stride[0] : 0;
-  return p;
+Operand operand(const TensorView& t) {
+  if (!t.defined()) return {};
+  return {true, t.dtype, detail::access_alignment(t, kMaxVecBytes)};
 }
 
 }  // namespace
@@ -43,10 +39,10 @@ NormLaunch plan_norm(const char* op, const NormArgs& a) {
   prob.T = a.x.shape[0];
   prob.H = a.x.shape[1];
   prob.out_kind = a.out_kind;
-  prob.x = placement(a.x, true);
-  prob.residual = placement(a.residual, true);
-  prob.weight = placement(a.weight, false);
-  prob.out = placement(a.out, true);
+  prob.x = operand(a.x);
+  prob.residual = operand(a.residual);
+  prob.weight = operand(a.weight);
+  prob.out = operand(a.out);
 
   NormLaunch l;
   l.config = choose_config(prob);

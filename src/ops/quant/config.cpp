@@ -10,8 +10,6 @@ namespace {
 
 constexpr int kBitsPerByte = 8;
 
-bool multiple_of(uint64_t v, uint64_t m) { return m == 0 || v % m == 0; }
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t clamp_grid(int64_t blocks) { return blocks < 1 ? 1 : (blocks > kMaxGrid ? kMaxGrid : blocks); }
@@ -23,22 +21,15 @@ int64_t pow2_factor(int64_t n, int64_t cap) {
   return p;
 }
 
-// Do every row start of data (access `data_access` bytes) and of q (access `q_access` bytes)
-// allow those widths?
-bool rows_aligned(const RowAlignment& a, uint64_t data_access, uint64_t q_access) {
-  return multiple_of(a.data_addr, data_access) && multiple_of(a.data_row_stride_bytes, data_access) &&
-         multiple_of(a.q_addr, q_access) && multiple_of(a.q_row_stride_bytes, q_access);
-}
-
 }  // namespace
 
 QuantConfig make_quant_config(const QuantProblem& p) {
   QuantConfig c;
   const int vec = kVecBytes / p.x_bytes;
-  const uint64_t q_access = static_cast<uint64_t>(vec * p.code_bits / kBitsPerByte);
+  const int q_access = vec * p.code_bits / kBitsPerByte;  // codes of one 16-byte chunk of x
   const int64_t warps_per_block = c.threads / kWarp;
   const int64_t groups = p.group > 0 ? p.rows * (p.K / p.group) : 0;
-  if (p.group % vec == 0 && rows_aligned(p.align, kVecBytes, q_access)) {
+  if (p.group % vec == 0 && p.x_align >= kVecBytes && p.q_align >= q_access) {
     const int64_t nvec = p.group / vec;
     const int64_t lanes = pow2_factor(nvec, kWarp);
     if (nvec / lanes <= kMaxChunks) {
@@ -59,9 +50,9 @@ QuantConfig make_quant_config(const QuantProblem& p) {
 DequantConfig make_dequant_config(const DequantProblem& p) {
   DequantConfig c;
   const int vec = kVecBytes / p.out_bytes;
-  const uint64_t q_access = static_cast<uint64_t>(vec * p.code_bits / kBitsPerByte);
+  const int q_access = vec * p.code_bits / kBitsPerByte;
   const int64_t n = p.rows * p.K;
-  if (p.group % vec == 0 && rows_aligned(p.align, kVecBytes, q_access)) {
+  if (p.group % vec == 0 && p.out_align >= kVecBytes && p.q_align >= q_access) {
     c.vectorized = true;
     c.vec = vec;
   } else {

@@ -1,5 +1,5 @@
 // Kernel configs of the quantization ops: pure functions from the problem (dtypes, group size,
-// row length, the byte alignment of every row start) to the launch shape. Unit-tested in
+// row length, the byte alignment all row starts share) to the launch shape. Unit-tested in
 // tests/ops/quant/test_quant_config.cpp; printed when TEJAS_PRINT_CONFIG=1.
 //
 // Quantization, vectorized path: a lane owns `chunks` chunks of `vec` consecutive elements of one
@@ -26,18 +26,15 @@ inline constexpr int kVecBytes = 16;          // one ld.global.v4 per lane
 inline constexpr int kMaxChunks = 4;          // register budget: 4 x 16 bytes of x per lane
 inline constexpr int64_t kMaxGrid = 1 << 20;  // blocks; warps loop beyond (grid-stride)
 
-// Byte addresses / strides that decide how wide the accesses may be.
-struct RowAlignment {
-  uint64_t data_addr = 0, data_row_stride_bytes = 0;  // x (quant) or out (dequant)
-  uint64_t q_addr = 0, q_row_stride_bytes = 0;        // codes
-};
-
 struct QuantProblem {
   int x_bytes = 2;     // element size of x: 2 (bf16, f16) or 4 (f32)
   int code_bits = 8;   // 8 (e4m3) or 4 (e2m1)
   int64_t rows = 1, K = 128;
   int64_t group = 128;
-  RowAlignment align;
+  // Alignment every row start shares, in bytes (a power of two <= kVecBytes, from
+  // detail::access_alignment of the launch's [rows, K] views).
+  int x_align = kVecBytes;
+  int q_align = kVecBytes;
 };
 
 struct QuantConfig {
@@ -59,7 +56,8 @@ struct DequantProblem {
   int code_bits = 8;
   int64_t rows = 1, K = 128;
   int64_t group = 128;
-  RowAlignment align;
+  int out_align = kVecBytes;  // as QuantProblem's
+  int q_align = kVecBytes;
 };
 
 struct DequantConfig {

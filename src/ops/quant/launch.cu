@@ -14,10 +14,11 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
   if (check_tensor_scale)
     TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[3]));
   print_plan(op, plan);
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const QuantConfig& c = plan.configs[i];
+  for (int64_t i = 0; i < plan.num_launches; ++i) {
+    const QuantLaunch l = quant_launch(plan, i);
+    const QuantConfig& c = l.config;
     const QuantKernel k = select_quant_kernel(plan.x_dtype, plan.code, c.vectorized);
-    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(plan.launches[i]);
+    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
     TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
   }
   return Status::Ok();
@@ -28,10 +29,11 @@ Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPla
   if (check_tensor_scale)
     TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[2]));
   print_plan(op, plan);
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const DequantConfig& c = plan.configs[i];
+  for (int64_t i = 0; i < plan.num_launches; ++i) {
+    const DequantLaunch l = dequant_launch(plan, i);
+    const DequantConfig& c = l.config;
     const DequantKernel k = select_dequant_kernel(plan.out_dtype, plan.code, c.vectorized);
-    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(plan.launches[i]);
+    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
     TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
   }
   return Status::Ok();

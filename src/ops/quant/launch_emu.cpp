@@ -13,11 +13,12 @@ Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& pl
                               {t[1], emu::Access::write},
                               {t[2], emu::Access::write},
                               {t[3], emu::Access::read}});
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const QuantConfig& c = plan.configs[i];
+  for (int64_t i = 0; i < plan.num_launches; ++i) {
+    const QuantLaunch l = quant_launch(plan, i);
+    const QuantConfig& c = l.config;
     const QuantKernel k = select_quant_kernel(plan.x_dtype, plan.code, c.vectorized);
     const emu::LaunchReport rep = emu::launch(
-        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, plan.launches[i]);
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, l.params);
     TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
   }
   return Status::Ok();
@@ -31,11 +32,12 @@ Status run_dequant_emu(const char* op, const ExecContext& ctx, const DequantPlan
                               {t[1], emu::Access::read},
                               {t[2], emu::Access::read},
                               {t[3], emu::Access::write}});
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const DequantConfig& c = plan.configs[i];
+  for (int64_t i = 0; i < plan.num_launches; ++i) {
+    const DequantLaunch l = dequant_launch(plan, i);
+    const DequantConfig& c = l.config;
     const DequantKernel k = select_dequant_kernel(plan.out_dtype, plan.code, c.vectorized);
     const emu::LaunchReport rep = emu::launch(
-        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, plan.launches[i]);
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, l.params);
     TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
   }
   return Status::Ok();

@@ -1,24 +1,15 @@
 #include "runtime/print_config.h"
 #include "ops/quant/launch_plan.h"
 
-#include <cstdint>
-#include <string>
+#include "runtime/alignment.h"
 
 namespace tejas::quant_kernel {
 namespace {
 
 constexpr int kBitsPerByte = 8;
-constexpr int kNumLayoutTensors = 3;  // data (x / out), q, scales
 
-// Leading dims of the three tensors after merging dims that step uniformly in all of them.
-struct Collapsed {
-  int n = 0;
-  int64_t size[kMaxDims] = {};
-  int64_t stride[kMaxDims][kNumLayoutTensors] = {};  // elements (q: nibbles for e2m1)
-};
-
-Collapsed collapse(const TensorView* t[kNumLayoutTensors]) {
-  Collapsed c;
+SliceLayout collapse(const TensorView* const t[kNumLayoutTensors]) {
+  SliceLayout c;
   const int lead = t[0]->ndim - 1;
   // Innermost first, then reversed.
   int64_t size[kMaxDims];
@@ -46,38 +37,35 @@ Collapsed collapse(const TensorView* t[kNumLayoutTensors]) {
   return c;
 }
 
+// Rows of one launch: every collapsed dim but the innermost fixed by the outer index.
+int64_t num_slices(const SliceLayout& c) {
+  int64_t outer = 1;
+  for (int j = 0; j + 1 < c.n; ++j) outer *= c.size[j];
+  return outer;
+}
+
 int elem_bytes(DType t) { return dtype_bits(t) / kBitsPerByte; }
 
-// Byte offset of the slice's first element in each tensor, for outer index `outer` (row-major
-// over the collapsed dims except the innermost), and the innermost dim's rows / strides.
+// Slice `o` (row-major over the collapsed dims except the innermost): each tensor's offset of
+// its first element, and the innermost dim's rows / strides.
 struct Slice {
   int64_t offset[kNumLayoutTensors] = {};  // elements (q: nibbles)
   int64_t rows = 1;
   int64_t row_stride[kNumLayoutTensors] = {};
 };
 
-std::vector<Slice> slices(const TensorView* t[kNumLayoutTensors]) {
-  const Collapsed c = collapse(t);
-  std::vector<Slice> out;
-  if (c.n == 0) {
-    out.push_back(Slice{});
-    return out;
+Slice slice(const SliceLayout& c, int64_t o) {
+  Slice s;
+  if (c.n == 0) return s;
+  int64_t rem = o;
+  for (int j = c.n - 2; j >= 0; --j) {
+    const int64_t idx = rem % c.size[j];
+    rem /= c.size[j];
+    for (int i = 0; i < kNumLayoutTensors; ++i) s.offset[i] += idx * c.stride[j][i];
   }
-  int64_t outer = 1;
-  for (int j = 0; j + 1 < c.n; ++j) outer *= c.size[j];
-  for (int64_t o = 0; o < outer; ++o) {
-    Slice s;
-    int64_t rem = o;
-    for (int j = c.n - 2; j >= 0; --j) {
-      const int64_t idx = rem % c.size[j];
-      rem /= c.size[j];
-      for (int i = 0; i < kNumLayoutTensors; ++i) s.offset[i] += idx * c.stride[j][i];
-    }
-    s.rows = c.size[c.n - 1];
-    for (int i = 0; i < kNumLayoutTensors; ++i) s.row_stride[i] = c.stride[c.n - 1][i];
-    out.push_back(s);
-  }
-  return out;
+  s.rows = c.size[c.n - 1];
+  for (int i = 0; i < kNumLayoutTensors; ++i) s.row_stride[i] = c.stride[c.n - 1][i];
+  return s;
 }
 
 int64_t q_bytes(int64_t elems, CodeFormat f) { return f == CodeFormat::e4m3 ? elems : elems / 2; }
@@ -90,6 +78,18 @@ ScaleKind scale_kind(DType s) {
 
 bool empty(const TensorView& t) { return t.numel() == 0; }
 
+// A launch's [rows, K] rows of `t` (same dtype) starting at `data`: what the alignment is of.
+int rows_alignment(const TensorView& t, const void* data, int64_t rows, int64_t K, int64_t row_stride) {
+  TensorView v = t;
+  v.data = const_cast<void*>(data);
+  v.ndim = 2;
+  v.shape[0] = rows;
+  v.shape[1] = K;
+  v.stride[0] = row_stride;
+  v.stride[1] = 1;
+  return detail::access_alignment(v, kVecBytes);
+}
+
 }  // namespace
 
 QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
@@ -101,38 +101,46 @@ QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView&
   plan.tensors[1] = &q;
   plan.tensors[2] = &scales;
   plan.tensors[3] = &tensor_scale;
+  plan.group = group;
+  plan.rule = rule;
   if (empty(x)) return plan;
-  const TensorView* layout[kNumLayoutTensors] = {&x, &q, &scales};
+  const TensorView* const layout[kNumLayoutTensors] = {&x, &q, &scales};
+  plan.layout = collapse(layout);
+  plan.num_launches = num_slices(plan.layout);
+  return plan;
+}
+
+QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
+  const TensorView &x = *plan.tensors[0], &q = *plan.tensors[1], &scales = *plan.tensors[2];
+  const TensorView& tensor_scale = *plan.tensors[3];
   const int xb = elem_bytes(x.dtype), sb = elem_bytes(scales.dtype);
   const int64_t K = x.shape[x.ndim - 1];
-  for (const Slice& s : slices(layout)) {
-    QuantParams p;
-    p.x = static_cast<const uint8_t*>(x.data) + s.offset[0] * xb;
-    p.q = static_cast<uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
-    p.scales = static_cast<uint8_t*>(scales.data) + s.offset[2] * sb;
-    p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
-    p.rows = s.rows;
-    p.K = K;
-    p.group = group;
-    p.x_row_stride = s.row_stride[0];
-    p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
-    p.s_row_stride = s.row_stride[2];
-    p.rule = rule;
-    QuantProblem prob;
-    prob.x_bytes = xb;
-    prob.code_bits = dtype_bits(q.dtype);
-    prob.rows = p.rows;
-    prob.K = K;
-    prob.group = group;
-    prob.align = {reinterpret_cast<uint64_t>(p.x), static_cast<uint64_t>(p.x_row_stride * xb),
-                  reinterpret_cast<uint64_t>(p.q), static_cast<uint64_t>(p.q_row_stride_bytes)};
-    const QuantConfig cfg = make_quant_config(prob);
-    p.lanes_per_group = cfg.lanes_per_group;
-    p.chunks = cfg.chunks;
-    plan.launches.push_back(p);
-    plan.configs.push_back(cfg);
-  }
-  return plan;
+  const Slice s = slice(plan.layout, i);
+  QuantLaunch l;
+  QuantParams& p = l.params;
+  p.x = static_cast<const uint8_t*>(x.data) + s.offset[0] * xb;
+  p.q = static_cast<uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
+  p.scales = static_cast<uint8_t*>(scales.data) + s.offset[2] * sb;
+  p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
+  p.rows = s.rows;
+  p.K = K;
+  p.group = plan.group;
+  p.x_row_stride = s.row_stride[0];
+  p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
+  p.s_row_stride = s.row_stride[2];
+  p.rule = plan.rule;
+  QuantProblem prob;
+  prob.x_bytes = xb;
+  prob.code_bits = dtype_bits(q.dtype);
+  prob.rows = p.rows;
+  prob.K = K;
+  prob.group = plan.group;
+  prob.x_align = rows_alignment(x, p.x, p.rows, K, p.x_row_stride);
+  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  l.config = make_quant_config(prob);
+  p.lanes_per_group = l.config.lanes_per_group;
+  p.chunks = l.config.chunks;
+  return l;
 }
 
 DequantPlan plan_dequant(const TensorView& q, const TensorView& scales, const TensorView& tensor_scale,
@@ -144,45 +152,54 @@ DequantPlan plan_dequant(const TensorView& q, const TensorView& scales, const Te
   plan.tensors[1] = &scales;
   plan.tensors[2] = &tensor_scale;
   plan.tensors[3] = &out;
+  plan.group = group;
   if (empty(out)) return plan;
-  const TensorView* layout[kNumLayoutTensors] = {&out, &q, &scales};
+  const TensorView* const layout[kNumLayoutTensors] = {&out, &q, &scales};
+  plan.layout = collapse(layout);
+  plan.num_launches = num_slices(plan.layout);
+  return plan;
+}
+
+DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
+  const TensorView &q = *plan.tensors[0], &scales = *plan.tensors[1], &tensor_scale = *plan.tensors[2];
+  const TensorView& out = *plan.tensors[3];
   const int ob = elem_bytes(out.dtype), sb = elem_bytes(scales.dtype);
   const int64_t K = out.shape[out.ndim - 1];
-  for (const Slice& s : slices(layout)) {
-    DequantParams p;
-    p.out = static_cast<uint8_t*>(out.data) + s.offset[0] * ob;
-    p.q = static_cast<const uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
-    p.scales = static_cast<const uint8_t*>(scales.data) + s.offset[2] * sb;
-    p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
-    p.rows = s.rows;
-    p.K = K;
-    p.group = group;
-    p.out_row_stride = s.row_stride[0];
-    p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
-    p.s_row_stride = s.row_stride[2];
-    p.scale_kind = scale_kind(scales.dtype);
-    DequantProblem prob;
-    prob.out_bytes = ob;
-    prob.code_bits = dtype_bits(q.dtype);
-    prob.rows = p.rows;
-    prob.K = K;
-    prob.group = group;
-    prob.align = {reinterpret_cast<uint64_t>(p.out), static_cast<uint64_t>(p.out_row_stride * ob),
-                  reinterpret_cast<uint64_t>(p.q), static_cast<uint64_t>(p.q_row_stride_bytes)};
-    plan.launches.push_back(p);
-    plan.configs.push_back(make_dequant_config(prob));
-  }
-  return plan;
+  const Slice s = slice(plan.layout, i);
+  DequantLaunch l;
+  DequantParams& p = l.params;
+  p.out = static_cast<uint8_t*>(out.data) + s.offset[0] * ob;
+  p.q = static_cast<const uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
+  p.scales = static_cast<const uint8_t*>(scales.data) + s.offset[2] * sb;
+  p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
+  p.rows = s.rows;
+  p.K = K;
+  p.group = plan.group;
+  p.out_row_stride = s.row_stride[0];
+  p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
+  p.s_row_stride = s.row_stride[2];
+  p.scale_kind = scale_kind(scales.dtype);
+  DequantProblem prob;
+  prob.out_bytes = ob;
+  prob.code_bits = dtype_bits(q.dtype);
+  prob.rows = p.rows;
+  prob.K = K;
+  prob.group = plan.group;
+  prob.out_align = rows_alignment(out, p.out, p.rows, K, p.out_row_stride);
+  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  l.config = make_dequant_config(prob);
+  return l;
 }
 
 void print_plan(const char* op, const QuantPlan& plan) {
   if (!detail::print_config_enabled()) return;
-  for (const QuantConfig& c : plan.configs) detail::print_config(op, c.to_string());
+  for (int64_t i = 0; i < plan.num_launches; ++i) detail::print_config(op, quant_launch(plan, i).config.to_string());
 }
 
 void print_plan(const char* op, const DequantPlan& plan) {
   if (!detail::print_config_enabled()) return;
-  for (const DequantConfig& c : plan.configs) detail::print_config(op, c.to_string());
+  for (int64_t i = 0; i < plan.num_launches; ++i)
+    detail::print_config(op, dequant_launch(plan, i).config.to_string());
 }
 
 }  // namespace tejas::quant_kernel

@@ -1,8 +1,10 @@
 // Host planning of the quantization launches: TensorViews -> kernel parameters + configs. A view
 // whose leading dims collapse to one row stride (the usual case) is one launch; otherwise one
-// launch per index of the outer leading dims.
+// launch per index of the outer leading dims (as many as those dims hold: no fixed bound). So
+// the plan is the collapsed layout, not a list: launch i's parameters and config are derived
+// from it on demand, and planning and launching allocate nothing.
 #pragma once
-#include <vector>
+#include <cstdint>
 
 #include "ops/quant/config.h"
 #include "ops/quant/params.h"
@@ -11,26 +13,54 @@
 
 namespace tejas::quant_kernel {
 
+inline constexpr int kNumLayoutTensors = 3;  // data (x / out), q, scales
+
+// Leading dims of the three layout tensors after dropping extent-1 dims and merging dims that
+// step uniformly in all of them, outermost first. n == 0: a single row.
+struct SliceLayout {
+  int n = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t stride[kMaxDims][kNumLayoutTensors] = {};  // elements (q: nibbles for e2m1)
+};
+
 struct QuantPlan {
   DType x_dtype = DType::bf16;
   CodeFormat code = CodeFormat::e4m3;
   const TensorView* tensors[4] = {};  // x, q, scales, tensor_scale (may be absent)
-  std::vector<QuantParams> launches;
-  std::vector<QuantConfig> configs;
+  int64_t group = 1;
+  ScaleRule rule = ScaleRule::fp8_f32;
+  SliceLayout layout;
+  int64_t num_launches = 0;  // 0 for empty tensors
 };
 
 struct DequantPlan {
   DType out_dtype = DType::bf16;
   CodeFormat code = CodeFormat::e4m3;
   const TensorView* tensors[4] = {};  // q, scales, tensor_scale (may be absent), out
-  std::vector<DequantParams> launches;
-  std::vector<DequantConfig> configs;
+  int64_t group = 1;
+  SliceLayout layout;
+  int64_t num_launches = 0;
+};
+
+struct QuantLaunch {
+  QuantParams params;
+  QuantConfig config;
+};
+
+struct DequantLaunch {
+  DequantParams params;
+  DequantConfig config;
 };
 
 QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
                      const TensorView& tensor_scale, int64_t group, ScaleRule rule);
 DequantPlan plan_dequant(const TensorView& q, const TensorView& scales, const TensorView& tensor_scale,
                          const TensorView& out, int64_t group);
+
+// Launch i (0 <= i < plan.num_launches): the i-th slice in row-major order of the outer dims.
+// The TensorViews the plan points to must still be alive.
+QuantLaunch quant_launch(const QuantPlan& plan, int64_t i);
+DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i);
 
 // Prints each launch's config when TEJAS_PRINT_CONFIG=1.
 void print_plan(const char* op, const QuantPlan& plan);

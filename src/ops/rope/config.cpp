@@ -70,15 +70,6 @@ RopeConfig choose_config(const RopeProblem& p) {
   return c;
 }
 
-int alignment_of(const TensorView& t) {
-  if (!t.defined()) return kMaxAccessBytes;
-  uint64_t bits = reinterpret_cast<uintptr_t>(t.data) | kMaxAccessBytes;
-  const int elem_bits = dtype_bits(t.dtype);
-  for (int d = 0; d + 1 < t.ndim; ++d)
-    if (t.shape[d] > 1) bits |= static_cast<uint64_t>(t.stride[d] * elem_bits / 8);
-  return static_cast<int>(bits & (~bits + 1));  // lowest set bit
-}
-
 std::string to_string(const RopeProblem& p) {
   std::ostringstream os;
   os << "T=" << p.T << " Hq=" << p.Hq << " Hk=" << p.Hk << " D=" << p.D << " rotary=" << p.rotary_dim

@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <string>
 
-#include "tejas/tensor.h"
-
 namespace tejas::rotary {
 
 inline constexpr int kMaxAccessBytes = 16;    // widest global access (ld/st .v4.u32)
@@ -31,7 +29,7 @@ struct RopeProblem {
   int64_t T = 1, Hq = 1, Hk = 0, D = 2, rotary_dim = 2;
   int64_t sections[kNumSections] = {1, 0, 0};  // pairs per position row; rope: {rotary_dim/2, 0, 0}
   // Largest power of two <= 16 dividing the data address and every outer stride, in bytes
-  // (alignment_of below). Unused ones (k absent, no cache) may stay at 16.
+  // (detail::access_alignment). Unused ones (k absent, no cache) may stay at 16.
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
 };
@@ -55,10 +53,6 @@ int pairs_per_column(int vec, bool interleaved);
 inline constexpr int kNumVecCandidates = 3;
 
 RopeConfig choose_config(const RopeProblem& p);
-
-// Largest power of two <= 16 dividing the byte address of t.data and every stride of the outer
-// dimensions (size > 1) in bytes; 16 for an absent tensor.
-int alignment_of(const TensorView& t);
 
 std::string to_string(const RopeProblem& p);
 std::string to_string(const RopeConfig& c);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/alignment.h"
 #include "runtime/validate.h"
 
 namespace tejas::rotary {
@@ -35,10 +36,12 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   pr.D = a.q.shape[2];
   pr.rotary_dim = rotary;
   for (int s = 0; s < kNumSections; ++s) pr.sections[s] = a.mrope ? a.sections[s] : (s == 0 ? half : 0);
-  pr.qk_align = std::min(alignment_of(a.q), alignment_of(a.k));
-  pr.cos_align = alignment_of(a.cos_sin);
-  pr.v_align = alignment_of(a.v);
-  pr.kv_cache_align = std::min(alignment_of(a.cache.k_cache), alignment_of(a.cache.v_cache));
+  using detail::access_alignment;
+  pr.qk_align = std::min(access_alignment(a.q, kMaxAccessBytes), access_alignment(a.k, kMaxAccessBytes));
+  pr.cos_align = access_alignment(a.cos_sin, kMaxAccessBytes);
+  pr.v_align = access_alignment(a.v, kMaxAccessBytes);
+  pr.kv_cache_align = std::min(access_alignment(a.cache.k_cache, kMaxAccessBytes),
+                               access_alignment(a.cache.v_cache, kMaxAccessBytes));
   l.config = choose_config(pr);
   const RopeConfig& c = l.config;
 

@@ -9,6 +9,7 @@
 #include "check/host_tensor.h"
 #include "ops/activation/config.h"
 #include "ops/activation/kernel_test_util.h"
+#include "runtime/alignment.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 
@@ -64,9 +65,8 @@ inline void run_gated_case(check::Rng& rng, Which which, DType dt, const KCase& 
   p.elem_bytes = static_cast<int>(elem);
   p.T = T;
   p.F = F;
-  p.align = {reinterpret_cast<uintptr_t>(x.data), static_cast<uint64_t>(x.stride[0] * elem),
-             static_cast<uint64_t>(F * elem), reinterpret_cast<uintptr_t>(out.data),
-             static_cast<uint64_t>(out.stride[0] * elem)};
+  p.x_align = act::x_halves_alignment(x, F);
+  p.out_align = detail::access_alignment(out, act::kMaxVecBytes);
   const act::GatedConfig c = act::make_gated_config(p);
   const int64_t chunks = F / c.vec;
   if (c.threads_per_row >= 32 && chunks > 16) {

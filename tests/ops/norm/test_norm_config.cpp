@@ -9,18 +9,17 @@ using namespace tejas::norm;
 
 namespace {
 
-constexpr uint64_t kAligned = 0x10000;  // a 16-byte aligned address
-
-Placement row(DType dt, int64_t stride, uint64_t addr = kAligned) { return {true, dt, addr, stride}; }
-Placement vec(DType dt, uint64_t addr = kAligned) { return {true, dt, addr, 0}; }
+// Operands carry the alignment detail::access_alignment gives their views (address and token
+// stride in bytes; tests/runtime/test_alignment.cpp): here made up, 16 unless a case says.
+Operand aligned(DType dt) { return {true, dt, kMaxVecBytes}; }
 
 NormProblem bf16_problem(int64_t T, int64_t H) {
   NormProblem p;
   p.T = T;
   p.H = H;
-  p.x = row(DType::bf16, H);
-  p.out = row(DType::bf16, H);
-  p.weight = vec(DType::bf16);
+  p.x = aligned(DType::bf16);
+  p.out = aligned(DType::bf16);
+  p.weight = aligned(DType::bf16);
   return p;
 }
 
@@ -36,25 +35,27 @@ TEST(NormConfig, WidestVectorForAlignedBf16) {
 
 TEST(NormConfig, WidestOperandSetsTheVector) {
   NormProblem p = bf16_problem(4, 4096);
-  p.weight = vec(DType::f32);  // 4 f32 = 16 bytes
+  p.weight = aligned(DType::f32);  // 4 f32 = 16 bytes
   EXPECT_EQ(choose_config(p).vec, 4);
   p = bf16_problem(4, 4096);
-  p.out = row(DType::e4m3, 4096);  // 8 e4m3 = 8 bytes: no constraint
+  p.out = aligned(DType::e4m3);  // 8 e4m3 = 8 bytes: no constraint
   EXPECT_EQ(choose_config(p).vec, 8);
-  p.x = row(DType::f32, 4096);
+  p.x = aligned(DType::f32);
   EXPECT_EQ(choose_config(p).vec, 4);
 }
 
 TEST(NormConfig, MisalignedAddressOrStrideNarrowsTheVector) {
   NormProblem p = bf16_problem(4, 4096);
-  p.x.addr = kAligned + 2;  // 2 bytes in
+  p.x.align = 2;  // x starts 2 bytes past a 16-byte boundary
   EXPECT_EQ(choose_config(p).vec, 1);
-  p.x.addr = kAligned + 4;
+  p.x.align = 4;
   EXPECT_EQ(choose_config(p).vec, 2);
   p = bf16_problem(4, 4096);
-  p.out.row_stride = 4096 + 4;  // rows 8 bytes apart from 16-byte alignment
+  p.out.align = 8;  // token stride 4096 + 4: rows 8 bytes apart from 16-byte alignment
   EXPECT_EQ(choose_config(p).vec, 4);
-  p.out.row_stride = 0;  // one row repeated: only the address counts
+  p.out.align = kMaxVecBytes;  // token stride 0 (one row repeated): only the address counts
+  EXPECT_EQ(choose_config(p).vec, 8);
+  p.residual = {false, DType::f32, 1};  // absent: ignored whatever it holds
   EXPECT_EQ(choose_config(p).vec, 8);
 }
 
@@ -75,7 +76,7 @@ TEST(NormConfig, LargestRowFitsOneCta) {
   EXPECT_TRUE(c.supported);
   EXPECT_EQ(c.threads, kMaxThreads);
   NormProblem p = bf16_problem(1, kMaxH);
-  p.x.addr += 2;  // vec 1: still 16 elements per thread
+  p.x.align = 2;  // vec 1: still 16 elements per thread
   c = choose_config(p);
   EXPECT_EQ(c.vec, 1);
   EXPECT_EQ(c.threads, kMaxThreads);
@@ -84,13 +85,13 @@ TEST(NormConfig, LargestRowFitsOneCta) {
 
 TEST(NormConfig, Fp8GroupsAlignWithThreads) {
   NormProblem p = bf16_problem(3, 384);
-  p.out = row(DType::e4m3, 384);
+  p.out = aligned(DType::e4m3);
   p.out_kind = OutKind::fp8_group;
   NormConfig c = choose_config(p);
   EXPECT_EQ(c.vec, 8);  // 16 lanes per group: fits a warp
   EXPECT_FALSE(c.warp_per_row);  // 48 vectors > 32
   EXPECT_EQ(c.threads % kWarpSize, 0);
-  p.x.addr += 2;  // vec 1: 128-lane groups, CTAs a multiple of 128
+  p.x.align = 2;  // vec 1: 128-lane groups, CTAs a multiple of 128
   c = choose_config(p);
   EXPECT_EQ(c.vec, 1);
   EXPECT_FALSE(c.warp_per_row);
@@ -101,9 +102,9 @@ TEST(NormConfig, Fp8GroupsAlignWithThreads) {
 // Every config covers its row: threads x items >= vectors, tail within the threads.
 TEST(NormConfig, EveryRowIsCovered) {
   for (int64_t H = 1; H <= kMaxH; H += H < 64 ? 1 : 97) {
-    for (uint64_t shift : {0u, 2u, 4u, 8u}) {
+    for (int align : {16, 2, 4, 8}) {  // x shifted 0, 2, 4, 8 bytes past 16-byte alignment
       NormProblem p = bf16_problem(5, H);
-      p.x.addr += shift;
+      p.x.align = align;
       const NormConfig c = choose_config(p);
       const int64_t nvec = H / c.vec, per_row_threads = c.warp_per_row ? kWarpSize : c.threads;
       EXPECT_GE(per_row_threads * (c.elems_per_thread / c.vec), nvec) << "H=" << H;

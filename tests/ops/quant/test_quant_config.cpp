@@ -16,6 +16,14 @@ namespace fp = tejas::testfp;
 
 namespace {
 
+// Alignment of rows `row_bytes` apart from a 16-byte aligned start (what detail::access_alignment
+// gives such views; tests/runtime/test_alignment.cpp): the largest power of two <= 16 dividing it.
+int row_align(int64_t row_bytes) {
+  int a = 1;
+  while (a < kVecBytes && row_bytes % (2 * a) == 0) a *= 2;
+  return a;
+}
+
 QuantProblem quant_problem(int x_bytes, int code_bits, int64_t rows, int64_t K, int64_t group) {
   QuantProblem p;
   p.x_bytes = x_bytes;
@@ -23,7 +31,8 @@ QuantProblem quant_problem(int x_bytes, int code_bits, int64_t rows, int64_t K, 
   p.rows = rows;
   p.K = K;
   p.group = group;
-  p.align = {0, static_cast<uint64_t>(K * x_bytes), 0, static_cast<uint64_t>(K * code_bits / 8)};
+  p.x_align = row_align(K * x_bytes);  // contiguous rows
+  p.q_align = row_align(K * code_bits / 8);
   return p;
 }
 
@@ -57,15 +66,15 @@ TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {
   EXPECT_FALSE(make_quant_config(quant_problem(2, 8, 4, 12, 3)).vectorized);     // group 3
   EXPECT_FALSE(make_quant_config(quant_problem(2, 8, 4, 2048, 2048)).vectorized);  // 8 chunks > kMaxChunks
   QuantProblem p = quant_problem(2, 8, 4, 256, 128);
-  p.align.data_addr = 2;  // x starts 2 bytes off
+  p.x_align = 2;  // x starts 2 bytes off
   EXPECT_FALSE(make_quant_config(p).vectorized);
   p = quant_problem(2, 8, 4, 256, 128);
-  p.align.q_row_stride_bytes = 260;  // q rows not 8-byte aligned
+  p.q_align = 4;  // q rows 260 bytes apart: not 8-byte aligned
   EXPECT_FALSE(make_quant_config(p).vectorized);
   const QuantConfig g = make_quant_config(quant_problem(2, 4, 4, 64, 16));
   EXPECT_TRUE(g.vectorized);
   QuantProblem e2 = quant_problem(2, 4, 4, 64, 16);
-  e2.align.data_row_stride_bytes = 130;
+  e2.x_align = 2;  // x rows 130 bytes apart
   const QuantConfig ge = make_quant_config(e2);
   EXPECT_FALSE(ge.vectorized);
   EXPECT_EQ(ge.elems_per_lane, 2);  // one code byte per lane
@@ -83,7 +92,8 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   p.rows = 3;
   p.K = 256;
   p.group = 128;
-  p.align = {0, 512, 0, 256};
+  p.out_align = row_align(512);
+  p.q_align = row_align(256);
   DequantConfig c = make_dequant_config(p);
   EXPECT_TRUE(c.vectorized);
   EXPECT_EQ(c.vec, 8);
@@ -95,7 +105,7 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.grid, 3);  // 768 codes / 256 threads
   p.group = 32;
   p.code_bits = 4;
-  p.align.q_addr = 1;  // codes not 4-byte aligned
+  p.q_align = 1;  // codes start at an odd address: not 4-byte aligned
   c = make_dequant_config(p);
   EXPECT_FALSE(c.vectorized);
   EXPECT_EQ(c.vec, 2);

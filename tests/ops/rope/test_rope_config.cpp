@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/rope/config.h"
+#include "runtime/alignment.h"
 
 using namespace tejas;
 using namespace tejas::rotary;
@@ -137,15 +138,18 @@ TEST(RopeConfig, SmallGroupsShareBlocksAndHugeRowsLoop) {
   EXPECT_LE(c.threads, kMaxGroupThreads);
 }
 
+// The planner's alignments come from detail::access_alignment (tests/runtime/test_alignment.cpp);
+// these are the views rope sees.
 TEST(RopeConfig, AlignmentOfViews) {
+  using detail::access_alignment;
   alignas(16) static uint16_t buf[64];
   TensorView t = TensorView::contiguous(buf, DType::bf16, {2, 8});
-  EXPECT_EQ(alignment_of(t), 16);
+  EXPECT_EQ(access_alignment(t, kMaxAccessBytes), 16);
   t.stride[0] = 10;  // 20-byte rows
-  EXPECT_EQ(alignment_of(t), 4);
+  EXPECT_EQ(access_alignment(t, kMaxAccessBytes), 4);
   t = TensorView::contiguous(buf + 1, DType::bf16, {2, 8});
-  EXPECT_EQ(alignment_of(t), 2);
-  EXPECT_EQ(alignment_of(TensorView{}), 16);
+  EXPECT_EQ(access_alignment(t, kMaxAccessBytes), 2);
+  EXPECT_EQ(access_alignment(TensorView{}, kMaxAccessBytes), 16);
 }
 
 }  // namespace
