@@ -1,5 +1,5 @@
-// Fiber stacks: mmap'ed once and reused across blocks and launches, each with a PROT_NONE
-// guard page below it so an overflowing kernel stack faults instead of corrupting a neighbour.
+// Fiber stacks: mmap'ed once and reused across blocks and launches, each with 64 KB of PROT_NONE
+// guard below it so an overflowing kernel stack faults instead of corrupting a neighbour.
 //
 // The fault is reported: when the first stack is mapped, a SIGSEGV handler is installed (once
 // per process) with an alternate signal stack (once per OS thread; the overflowed fiber stack
@@ -24,6 +24,9 @@ namespace {
 
 constexpr size_t kBytesPerKb = 1024;
 constexpr size_t kAltStackBytes = 64 * 1024;  // the handler's frames plus libc's signal frame
+// Guard below each stack: one frame bigger than the guard could step over it into the next
+// mapping (often another fiber's stack) unseen; 64 KB of PROT_NONE costs only address space.
+constexpr size_t kGuardBytes = 64 * 1024;
 
 struct Stack {
   void* map = nullptr;
@@ -35,7 +38,7 @@ struct Stack {
 struct GuardView {
   const Stack* stacks = nullptr;
   size_t count = 0;
-  size_t page = 0;
+  size_t guard = 0;
   size_t stack_bytes = 0;
 };
 thread_local GuardView g_guards;
@@ -112,7 +115,7 @@ bool in_guard_page(uintptr_t a) {
   const GuardView& g = g_guards;
   for (size_t i = 0; i < g.count; ++i) {
     const uintptr_t lo = reinterpret_cast<uintptr_t>(g.stacks[i].map);
-    if (a >= lo && a < lo + g.page) return true;
+    if (a >= lo && a < lo + g.guard) return true;
   }
   return false;
 }
@@ -142,8 +145,10 @@ void on_segv(int sig, siginfo_t* info, void* uctx) {
     return;
   }
   // Default (or ignored, which the kernel overrides for a fault): restore it and return, so the
-  // faulting instruction runs again and the process ends by SIGSEGV as before.
+  // faulting instruction runs again and the process ends by SIGSEGV as before. A SIGSEGV that
+  // was sent (kill, raise: si_code <= 0) is not re-raised by returning: raise it again.
   sigaction(SIGSEGV, &g_previous, nullptr);
+  if (info == nullptr || info->si_code <= 0) raise(sig);
 }
 
 void install_overflow_report() {
@@ -177,6 +182,7 @@ void install_overflow_report() {
 void* fiber_stack_top(size_t index, size_t bytes) {
   const size_t page = page_size();
   bytes = (bytes + page - 1) / page * page;
+  const size_t guard = (kGuardBytes + page - 1) / page * page;
   if (g_pool.bytes != bytes) {
     g_pool.release();
     g_pool.bytes = bytes;
@@ -184,16 +190,16 @@ void* fiber_stack_top(size_t index, size_t bytes) {
   if (g_pool.stacks.size() <= index) install_overflow_report();
   while (g_pool.stacks.size() <= index) {
     Stack s;
-    s.map_bytes = bytes + page;
+    s.map_bytes = bytes + guard;
     s.map = mmap(nullptr, s.map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (s.map == MAP_FAILED) {
       std::fprintf(stderr, "tejas emu: cannot map a %zu-byte fiber stack\n", s.map_bytes);
       std::abort();
     }
-    mprotect(s.map, page, PROT_NONE);  // guard page at the low end (stacks grow down)
+    mprotect(s.map, guard, PROT_NONE);  // guard pages at the low end (stacks grow down)
     s.top = static_cast<char*>(s.map) + s.map_bytes;
     g_pool.stacks.push_back(s);  // no fiber runs here, so the handler never sees a stale view
-    g_guards = GuardView{g_pool.stacks.data(), g_pool.stacks.size(), page, bytes};
+    g_guards = GuardView{g_pool.stacks.data(), g_pool.stacks.size(), guard, bytes};
   }
   return g_pool.stacks[index].top;
 }

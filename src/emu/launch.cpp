@@ -39,18 +39,20 @@ void thread_exit(Thread& t, bool unwound);
 void fiber_entry(void* arg) {
   Thread* t = static_cast<Thread*>(arg);
   bool unwound = false;
-  std::string thrown;
-  try {
-    g_launch->body(g_launch->ctx);
-  } catch (const FiberUnwind&) {
-    unwound = t->unwind;  // false for __trap(): the thread simply ends
-  } catch (const std::exception& e) {
-    thrown = e.what();
-  } catch (...) {
-    thrown = "unknown exception";
-  }
-  if (!thrown.empty() && want_finding(FindingKind::unsupported)) {
-    add_finding(FindingKind::unsupported, 0, Site{}, "kernel code threw an exception: " + thrown);
+  {  // the fiber never returns: objects with destructors must end before the final swap
+    std::string thrown;
+    try {
+      g_launch->body(g_launch->ctx);
+    } catch (const FiberUnwind&) {
+      unwound = t->unwind;  // false for __trap(): the thread simply ends
+    } catch (const std::exception& e) {
+      thrown = e.what();
+    } catch (...) {
+      thrown = "unknown exception";
+    }
+    if (!thrown.empty() && want_finding(FindingKind::unsupported)) {
+      add_finding(FindingKind::unsupported, 0, Site{}, "kernel code threw an exception: " + thrown);
+    }
   }
   thread_exit(*t, unwound);
   FiberContext::swap(t->fiber, g_launch->scheduler);  // never resumed

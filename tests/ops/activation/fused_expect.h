@@ -6,7 +6,7 @@
 // `tie_aware` (kernels: y and the scale arithmetic in f32). A kernel's code may differ from the
 // expectation only where the exact value lies within kTieRel (relative) of the midpoint
 // between two codes: then perturbing the value by kTieRel must reach the kernel's code. Scales:
-// f32 within 2 f32 ulps; power-of-two and e4m3 scale codes the same perturbation rule on the
+// f32 within kF32ScaleRel; power-of-two and e4m3 scale codes the same perturbation rule on the
 // value they are computed from. Codes are judged against the scale the kernel stored.
 #pragma once
 #include <gtest/gtest.h>

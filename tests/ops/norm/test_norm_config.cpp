@@ -99,6 +99,26 @@ TEST(NormConfig, Fp8GroupsAlignWithThreads) {
   EXPECT_GE(c.threads * (c.elems_per_thread / c.vec), 384);
 }
 
+// The kernel's fp8-group branch has a __syncthreads for groups wider than a warp (vec 1, 2): it
+// relies on such configs never being warp-per-row (where whole warps return early).
+TEST(NormConfig, WideFp8GroupsNeverWarpPerRow) {
+  for (int64_t H = kQuantGroup; H <= kMaxH; H += kQuantGroup) {
+    for (int align : {16, 8, 4, 2}) {
+      for (int64_t T : {1, 3, 64}) {
+        NormProblem p = bf16_problem(T, H);
+        p.out = aligned(DType::e4m3);
+        p.out_kind = OutKind::fp8_group;
+        p.x.align = align;
+        const NormConfig c = choose_config(p);
+        if (kQuantGroup / c.vec > kWarpSize) {
+          EXPECT_FALSE(c.warp_per_row) << "H=" << H << " align=" << align;
+          EXPECT_EQ(c.threads % (kQuantGroup / c.vec), 0) << "H=" << H;  // whole groups per CTA
+        }
+      }
+    }
+  }
+}
+
 // Every config covers its row: threads x items >= vectors, tail within the threads.
 TEST(NormConfig, EveryRowIsCovered) {
   for (int64_t H = 1; H <= kMaxH; H += H < 64 ? 1 : 97) {
