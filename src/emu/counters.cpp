@@ -52,14 +52,32 @@ void fold_global(std::vector<GlobalReq>& v, Counters& c) {
     return std::tie(a.is_store, a.warp, a.file, a.line, a.occ, a.sector) <
            std::tie(b.is_store, b.warp, b.file, b.line, b.occ, b.sector);
   });
+  // Per request: its distinct sectors, and the distinct bytes it uses in them (lanes reading the
+  // same bytes count once). Ideal: ceil(bytes / 32) sectors, every sector fully used.
+  uint64_t req_bytes = 0;
+  uint32_t sector_mask = 0;
+  auto close_sector = [&]() {
+    req_bytes += static_cast<uint64_t>(__builtin_popcount(sector_mask));
+    sector_mask = 0;
+  };
+  auto close_request = [&](bool is_store) {
+    close_sector();
+    uint64_t& ideal = is_store ? c.global_store_sectors_ideal : c.global_load_sectors_ideal;
+    ideal += (req_bytes + kSectorBytes - 1) / kSectorBytes;
+    req_bytes = 0;
+  };
   for (size_t i = 0; i < v.size(); ++i) {
     const bool new_req = i == 0 || key(v[i]) != key(v[i - 1]);
     const bool new_sector = new_req || v[i].sector != v[i - 1].sector;
+    if (i > 0 && new_req) close_request(v[i - 1].is_store != 0);
+    else if (i > 0 && new_sector) close_sector();
     uint64_t& reqs = v[i].is_store ? c.global_store_requests : c.global_load_requests;
     uint64_t& secs = v[i].is_store ? c.global_store_sectors : c.global_load_sectors;
     reqs += new_req ? 1 : 0;
     secs += new_sector ? 1 : 0;
+    sector_mask |= v[i].bytes_mask;
   }
+  if (!v.empty()) close_request(v.back().is_store != 0);
   v.clear();
 }
 
@@ -101,9 +119,12 @@ uint32_t next_occurrence(Thread& t, Site site, uint32_t kind) {
 
 void record_global_request(Thread& t, uintptr_t addr, size_t bytes, Site site, bool is_store) {
   const uint32_t occ = next_occurrence(t, site, is_store ? 1 : 0);
-  const uint64_t last = (addr + (bytes > 0 ? bytes - 1 : 0)) / kSectorBytes;
-  for (uint64_t s = addr / kSectorBytes; s <= last; ++s) {
-    t.block->global_reqs.push_back(GlobalReq{t.warp, site.file, site.line, occ, is_store ? 1u : 0u, s});
+  const uint64_t end = addr + (bytes > 0 ? bytes : 1);  // [addr, end)
+  for (uint64_t s = addr / kSectorBytes; s <= (end - 1) / kSectorBytes; ++s) {
+    const uint64_t lo = std::max<uint64_t>(addr, s * kSectorBytes) - s * kSectorBytes;
+    const uint64_t hi = std::min<uint64_t>(end, (s + 1) * kSectorBytes) - s * kSectorBytes;
+    const uint32_t mask = static_cast<uint32_t>(((uint64_t{1} << hi) - 1) & ~((uint64_t{1} << lo) - 1));
+    t.block->global_reqs.push_back(GlobalReq{t.warp, site.file, site.line, occ, is_store ? 1u : 0u, s, mask});
   }
 }
 
@@ -136,6 +157,9 @@ void count_tensor_op(const char* name) {
   rt::current_thread();
   rt::g_launch->report.counters.tensor_ops[name]++;
 }
+
+uint64_t Counters::excess_load_sectors() const { return global_load_sectors - global_load_sectors_ideal; }
+uint64_t Counters::excess_store_sectors() const { return global_store_sectors - global_store_sectors_ideal; }
 
 double Counters::sectors_per_load_request() const {
   return global_load_requests == 0 ? 0.0 : static_cast<double>(global_load_sectors) / global_load_requests;

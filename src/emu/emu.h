@@ -64,6 +64,11 @@ struct Counters {
   // segments its lanes touch.
   uint64_t global_load_requests = 0, global_load_sectors = 0;
   uint64_t global_store_requests = 0, global_store_sectors = 0;
+  // The fewest sectors each request could have touched for the bytes it used: ceil(distinct
+  // bytes / 32), summed over requests (lanes reading the same bytes count once). Sectors above
+  // it are fetched but partly unused: strided or scattered lanes, or a contiguous run that starts
+  // mid-sector (at most one extra sector per request). 0 excess = every sector fully used.
+  uint64_t global_load_sectors_ideal = 0, global_store_sectors_ideal = 0;
   // Distinct global bytes read / written by the launch (compulsory HBM traffic).
   uint64_t global_bytes_read_unique = 0, global_bytes_written_unique = 0;
   // Shared memory: wavefronts actually needed vs the conflict-free minimum for the same accesses.
@@ -73,6 +78,8 @@ struct Counters {
   uint64_t cp_async_bytes = 0;
   double sectors_per_load_request() const;
   double sectors_per_store_request() const;
+  uint64_t excess_load_sectors() const;   // global_load_sectors - global_load_sectors_ideal
+  uint64_t excess_store_sectors() const;
   uint64_t bank_conflict_wavefronts() const { return shared_wavefronts - shared_wavefronts_ideal; }
 };
 

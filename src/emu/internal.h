@@ -137,6 +137,7 @@ struct GlobalReq {
   uint32_t occ;
   uint32_t is_store;
   uint64_t sector;
+  uint32_t bytes_mask;  // bit i: byte i of the sector is accessed
 };
 struct SharedReq {
   uint32_t warp;

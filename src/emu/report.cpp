@@ -97,13 +97,16 @@ std::string LaunchReport::summary() const {
   const Counters& c = counters;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "  global loads %llu req %llu sectors (%.2f/req), stores %llu req %llu sectors (%.2f/req)\n"
+                "  global loads %llu req %llu sectors (%.2f/req, %llu over ideal), stores %llu req %llu sectors "
+                "(%.2f/req, %llu over ideal)\n"
                 "  unique bytes read %llu written %llu; shared %llu req %llu wavefronts (ideal %llu); "
                 "barriers %llu; cp.async bytes %llu",
                 static_cast<unsigned long long>(c.global_load_requests),
                 static_cast<unsigned long long>(c.global_load_sectors), c.sectors_per_load_request(),
+                static_cast<unsigned long long>(c.excess_load_sectors()),
                 static_cast<unsigned long long>(c.global_store_requests),
                 static_cast<unsigned long long>(c.global_store_sectors), c.sectors_per_store_request(),
+                static_cast<unsigned long long>(c.excess_store_sectors()),
                 static_cast<unsigned long long>(c.global_bytes_read_unique),
                 static_cast<unsigned long long>(c.global_bytes_written_unique),
                 static_cast<unsigned long long>(c.shared_requests),

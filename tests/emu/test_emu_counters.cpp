@@ -66,6 +66,45 @@ TEST(EmuCounters, StridedAccessTouchesMoreSectors) {
   EXPECT_EQ(dense.counters.global_load_sectors, 4u);
   EXPECT_EQ(dense.counters.global_store_sectors, 4u);
   EXPECT_EQ(strided.counters.global_bytes_read_unique, 32u * sizeof(float));
+  // 128 bytes used: 4 sectors would do; 28 fetched for nothing. Dense: none over.
+  EXPECT_EQ(strided.counters.global_load_sectors_ideal, 4u);
+  EXPECT_EQ(strided.counters.excess_load_sectors(), 28u);
+  EXPECT_EQ(dense.counters.excess_load_sectors(), 0u);
+  EXPECT_EQ(dense.counters.excess_store_sectors(), 0u);
+}
+
+// Lanes sharing addresses: 8 lanes per float, 4 distinct floats (16 bytes) per request.
+__global__ void broadcast_read(const float* in, float* out, int shift) {
+  const int t = threadIdx.x;
+  st_global(out + t, ld_global(in + shift + t % 4));
+}
+
+TEST(EmuCounters, BroadcastCountsBytesOnce) {
+  DevBuf<float> in(64, "in"), out(32, "out");
+  in.upload(std::vector<float>(64, 1.0f));
+  auto aligned = emu::launch(broadcast_read, dim3(1), dim3(32), 0, in.get(), out.get(), 0);
+  auto split = emu::launch(broadcast_read, dim3(1), dim3(32), 0, in.get(), out.get(), 6);
+  ASSERT_TRUE(aligned.ok() && split.ok()) << aligned.summary() << split.summary();
+  // 16 distinct bytes: one sector is the ideal, not 32 lanes x 4 bytes = 4 sectors.
+  EXPECT_EQ(aligned.counters.global_load_sectors, 1u);
+  EXPECT_EQ(aligned.counters.global_load_sectors_ideal, 1u);
+  EXPECT_EQ(aligned.counters.excess_load_sectors(), 0u);
+  EXPECT_EQ(aligned.counters.excess_store_sectors(), 0u);  // 32 lanes x 4 contiguous bytes
+  // Bytes 24..39 straddle a sector boundary: 2 sectors for 16 bytes.
+  EXPECT_EQ(split.counters.global_load_sectors, 2u);
+  EXPECT_EQ(split.counters.excess_load_sectors(), 1u);
+}
+
+// One warp reads 32 contiguous floats starting `shift` floats past a sector boundary: 128 bytes
+// used; aligned 4 sectors, shifted 5 (one extra for the run that starts mid-sector).
+TEST(EmuCounters, MisalignedRunCostsOneSector) {
+  DevBuf<float> in(64, "in"), out(32, "out");
+  in.upload(std::vector<float>(64, 1.0f));
+  auto shifted = emu::launch(coalesced_read, dim3(1), dim3(32), 0, in.get() + 3, out.get(), 0);
+  ASSERT_TRUE(shifted.ok()) << shifted.summary();
+  EXPECT_EQ(shifted.counters.global_load_sectors, 5u);
+  EXPECT_EQ(shifted.counters.global_load_sectors_ideal, 4u);
+  EXPECT_EQ(shifted.counters.excess_load_sectors(), 1u);
 }
 
 // Shared patterns, by `pattern`: 0 column of a 32x32 tile (all lanes in bank 0), 1 the same with

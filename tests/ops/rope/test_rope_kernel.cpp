@@ -176,6 +176,11 @@ TEST(RopeKernel, EmulatorCountersAtTheIdeal) {
   EXPECT_DOUBLE_EQ(c.sectors_per_store_request(), 16.0);
   EXPECT_EQ(c.global_load_requests, kWarps * (2 + 4 + 1));
   EXPECT_EQ(c.global_load_sectors, kWarps * (2 * 16 + 4 * 8 + 1));
+  // Over the ideal: only the f32 cos/sin halves. Each of those 4 requests uses 16 bytes of each
+  // of its 8 sectors (128 bytes: 4 sectors' worth); the other halves come in the next request
+  // (an L1 hit, not HBM traffic). q/k and the position: none. A bf16 cache: none (next test).
+  EXPECT_EQ(c.excess_load_sectors(), kWarps * 4 * 4);
+  EXPECT_EQ(c.excess_store_sectors(), 0u);
   EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
 }
 
@@ -199,6 +204,8 @@ TEST(RopeKernel, EmulatorReadsAndWritesOnlyTheRotaryDims) {
   // gptj: 8 columns of 8 elements (4 pairs) per head = 128 contiguous bytes; a warp spans 4
   // heads: 16 sectors per request.
   EXPECT_DOUBLE_EQ(rep.counters.sectors_per_store_request(), 16.0);
+  EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);  // bf16 cos/sin: 16-byte columns, contiguous
+  EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
 }
 
 TEST(RopeKernel, EmulatorPropagatesNonFiniteLikeTheReference) {
