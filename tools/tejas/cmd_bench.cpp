@@ -8,6 +8,7 @@
 #include "bench/suites.h"
 #include "check/op_checks.h"
 #include "commands.h"
+#include "runtime/tune.h"
 #include "report.h"
 
 namespace tejas::cli {
@@ -110,6 +111,9 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << "no GPU: timings not measured; floors for " << g->name << " shown (" << dev.why_absent << ")\n";
   } else {
     out << "GPU: " << dev.name << "; floors use the " << g->name << " ceilings\n";
+  }
+  if (!detail::tune_text().empty()) out << "TEJAS_TUNE: " << detail::tune_text() << " (launch-config overrides)\n";
+  if (dev.present) {
     // Twice the L2 so a flush evicts everything a previous run left there.
     flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
     if (Status s = flush_arena.bytes(flush_bytes, &flush); !s.ok()) {

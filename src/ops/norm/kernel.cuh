@@ -54,20 +54,22 @@ __device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride
   return static_cast<unsigned char*>(base) + (row * stride + col) * bytes;
 }
 
-// Loads N elements of row `row` starting at `col` into f (x, plus the residual add when fused:
-// the residual is stored and f gets the stored value).
+// Loads N elements of row `row` starting at `col`: x into f and, when fused, the residual into r.
 template <DType XT, int N>
-__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N]) {
+__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N], float (&r)[N]) {
   load_typed<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), f);  // x may be out: not .nc
   if (p.residual == nullptr) return;
-  const int rb = dtype_size(p.res_dtype);
-  void* rp = elem_at(p.residual, row, p.res_stride, col, rb);
-  float r[N];
-  load_any<N>(rp, p.res_dtype, r);
+  load_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, r);
+}
+
+// residual += x, stored; f gets the stored value.
+template <int N>
+__device__ __forceinline__ void add_residual(const NormParams& p, int64_t row, int64_t col, float (&f)[N],
+                                             const float (&r)[N]) {
   const bool narrow = p.res_dtype != DType::f32;
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
-  store_any<N>(rp, p.res_dtype, f);
+  store_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, f);
 }
 
 // y = v * inv_rms * weight, in place.
@@ -134,18 +136,29 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   const int64_t tail_col = static_cast<int64_t>(nvec) * V + rs.tid;
   const bool has_tail = rs.tid < tail;
 
-  // 1. The row into registers (residual added and stored on the way).
-  float v[I][V];
-  float vt[1] = {0.0f};
+  // 1. The row into registers: every load first, then the residual added and stored.
+  // NOTES: the loads are inline PTX, kept in program order; a residual store between two items'
+  // loads held the second item's loads until the first item's data arrived (one DRAM round trip
+  // per item instead of one per row).
+  float v[I][V], r[I][V];
+  float vt[1] = {0.0f}, rt[1] = {0.0f};
 #pragma unroll
   for (int k = 0; k < I; ++k) {
     const int j = k * rs.nthreads + rs.tid;
-    if (j < nvec) load_input<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k]);
+    if (j < nvec) load_input<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], r[k]);
     else
 #pragma unroll
       for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
   }
-  if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt);
+  if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt, rt);
+  if (p.residual != nullptr) {
+#pragma unroll
+    for (int k = 0; k < I; ++k) {
+      const int j = k * rs.nthreads + rs.tid;
+      if (j < nvec) add_residual<V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], r[k]);
+    }
+    if (has_tail) add_residual<1>(p, rs.row, tail_col, vt, rt);
+  }
 
   // 2. Sum of squares -> 1 / rms.
   float ss = vt[0] * vt[0];

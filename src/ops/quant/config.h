@@ -35,6 +35,8 @@ struct QuantProblem {
   // detail::access_alignment of the launch's [rows, K] views).
   int x_align = kVecBytes;
   int q_align = kVecBytes;
+  // Most chunks one lane may hold per group (1..kMaxChunks; TEJAS_TUNE quant.max_chunks).
+  int max_chunks = kMaxChunks;
 };
 
 struct QuantConfig {

@@ -182,13 +182,20 @@ __global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
     const bool active = g < total;
     const int64_t row = active ? g / groups_per_row : 0, gi = active ? g % groups_per_row : 0;
     const S* xg = static_cast<const S*>(p.x) + row * p.x_row_stride + gi * p.group;
-    uint4 raw[kMaxChunks] = {};  // the group's share of this lane, kept between amax and codes
+    // The group's share of this lane, kept between amax and codes. NOTES: every load is issued
+    // before the first use (predicated, no branch between them), so a lane has chunks x 16 bytes
+    // in flight; with the loads inside the amax loop ptxas issued them one after another.
+    uint4 raw[kMaxChunks];
+TEJAS_QUANT_UNROLL
+    for (int c = 0; c < kMaxChunks; ++c) {
+      raw[c] = make_uint4(0u, 0u, 0u, 0u);
+      if (active && c < p.chunks) raw[c] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
+    }
     float amax = 0.0f;
     int nan = 0;
 TEJAS_QUANT_UNROLL
     for (int c = 0; c < kMaxChunks; ++c) {
       if (!active || c >= p.chunks) continue;
-      raw[c] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
       S e[kVec];
       memcpy(e, &raw[c], sizeof(e));
 TEJAS_QUANT_UNROLL

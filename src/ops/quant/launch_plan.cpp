@@ -1,7 +1,8 @@
-#include "runtime/print_config.h"
 #include "ops/quant/launch_plan.h"
 
 #include "runtime/alignment.h"
+#include "runtime/print_config.h"
+#include "runtime/tune.h"
 
 namespace tejas::quant_kernel {
 namespace {
@@ -137,6 +138,7 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.group = plan.group;
   prob.x_align = rows_alignment(x, p.x, p.rows, K, p.x_row_stride);
   prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  prob.max_chunks = detail::tune().quant_max_chunks;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;

@@ -45,7 +45,7 @@ TEST(QuantConfig, VectorizedSplits) {
     int vec, lanes, chunks;
   };
   const Want wants[] = {
-      {2, 8, 128, 8, 16, 1},  {4, 8, 128, 4, 32, 1},  {2, 8, 32, 8, 4, 1},   {2, 4, 16, 8, 2, 1},
+      {2, 8, 128, 8, 4, 4},   {4, 8, 128, 4, 8, 4},   {2, 8, 32, 8, 4, 1},   {2, 4, 16, 8, 2, 1},
       {4, 4, 16, 4, 4, 1},    {2, 8, 192, 8, 8, 3},   {2, 8, 1024, 8, 32, 4}, {2, 8, 8, 8, 1, 1},
   };
   for (const Want& w : wants) {
@@ -60,6 +60,42 @@ TEST(QuantConfig, VectorizedSplits) {
     const int64_t per_block = c.groups_per_warp * (c.threads / kWarp);
     EXPECT_EQ(c.grid, (groups + per_block - 1) / per_block);
   }
+}
+
+// Fewer lanes per group = more bytes in flight per lane, but only while every request still
+// fills whole sectors: L x 16 bytes of x and L x (codes of a chunk) bytes of q >= 32.
+TEST(QuantConfig, MostChunksPerLaneThatKeepSectorsFull) {
+  // fp8 group 128, bf16: 4 lanes x 4 chunks (2 lanes would store 16-byte code runs: half sectors).
+  QuantConfig c = make_quant_config(quant_problem(2, 8, 10, 768, 128));
+  EXPECT_EQ(c.lanes_per_group, 4);
+  EXPECT_EQ(c.chunks, 4);
+  // mxfp4 / mxfp8 group 32: 2 lanes would leave 8- / 16-byte runs: the whole group per warp
+  // segment (4 lanes, 1 chunk) instead.
+  c = make_quant_config(quant_problem(2, 4, 10, 768, 32));
+  EXPECT_EQ(c.lanes_per_group, 4);
+  c = make_quant_config(quant_problem(2, 8, 10, 768, 32));
+  EXPECT_EQ(c.lanes_per_group, 4);
+  // Group 64 fp8 (nvec 8): 2 lanes x 4 chunks would store 16-byte runs; 4 lanes x 2 chunks.
+  c = make_quant_config(quant_problem(2, 8, 10, 768, 64));
+  EXPECT_EQ(c.lanes_per_group, 4);
+  EXPECT_EQ(c.chunks, 2);
+}
+
+// TEJAS_TUNE quant.max_chunks caps chunks per lane (1: the widest split, one chunk per lane).
+TEST(QuantConfig, MaxChunksCapsTheSplit) {
+  for (int m = 1; m <= kMaxChunks; ++m) {
+    QuantProblem p = quant_problem(2, 8, 10, 768, 128);
+    p.max_chunks = m;
+    const QuantConfig c = make_quant_config(p);
+    EXPECT_LE(c.chunks, m);
+    EXPECT_EQ(c.lanes_per_group * c.chunks, 16);  // 16 chunks of 8 bf16 per group of 128
+  }
+  QuantProblem p = quant_problem(2, 8, 10, 768, 128);
+  p.max_chunks = 1;
+  EXPECT_EQ(make_quant_config(p).lanes_per_group, 16);
+  p = quant_problem(2, 8, 10, 6 * 192, 192);  // 24 chunks: 8 lanes x 3 even when capped at 1
+  p.max_chunks = 1;
+  EXPECT_EQ(make_quant_config(p).chunks, 3);
 }
 
 TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {

@@ -1,0 +1,25 @@
+// Launch-configuration overrides for measuring variants on a GPU without rebuilding:
+// TEJAS_TUNE="key=value[,key=value...]", read once. Each config function takes the value as a
+// plain input (the configs stay pure); the launchers fill it from tune(). Unknown keys or bad
+// values are reported once on stderr and ignored. Keys:
+//   quant.max_chunks=1..4  vectorized quant: most 16-byte chunks of x one lane holds per group
+//                          (default 4; 1 = one chunk per lane, the widest lane split)
+#pragma once
+#include <string>
+
+namespace tejas::detail {
+
+struct Tune {
+  int quant_max_chunks = 4;
+};
+
+// Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries
+// before it are applied).
+bool parse_tune(const std::string& text, Tune* out, std::string* why);
+
+// The process's overrides (TEJAS_TUNE), parsed once.
+const Tune& tune();
+// TEJAS_TUNE as given ("" when unset), for reports.
+const std::string& tune_text();
+
+}  // namespace tejas::detail

@@ -1,0 +1,33 @@
+// TEJAS_TUNE parsing (src/runtime/tune.h).
+#include <gtest/gtest.h>
+
+#include "runtime/tune.h"
+
+using tejas::detail::parse_tune;
+using tejas::detail::Tune;
+
+TEST(Tune, DefaultsAndOverrides) {
+  Tune t;
+  std::string why;
+  EXPECT_TRUE(parse_tune("", &t, &why));
+  EXPECT_EQ(t.quant_max_chunks, 4);
+  EXPECT_TRUE(parse_tune("quant.max_chunks=1", &t, &why)) << why;
+  EXPECT_EQ(t.quant_max_chunks, 1);
+  EXPECT_TRUE(parse_tune(",quant.max_chunks=2,", &t, &why)) << why;
+  EXPECT_EQ(t.quant_max_chunks, 2);
+}
+
+TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
+  Tune t;
+  std::string why;
+  EXPECT_FALSE(parse_tune("quant.max_chunks=3,rope.block=9", &t, &why));
+  EXPECT_EQ(t.quant_max_chunks, 3);
+  EXPECT_NE(why.find("unknown key 'rope.block'"), std::string::npos) << why;
+  for (const char* bad : {"quant.max_chunks=0", "quant.max_chunks=5", "quant.max_chunks=", "quant.max_chunks=2x",
+                          "quant.max_chunks"}) {
+    Tune u;
+    EXPECT_FALSE(parse_tune(bad, &u, &why)) << bad;
+    EXPECT_NE(why.find("quant.max_chunks: expected 1..4"), std::string::npos) << why;
+    EXPECT_EQ(u.quant_max_chunks, 4) << bad;
+  }
+}
