@@ -7,7 +7,8 @@
 namespace tejas::detail {
 namespace {
 
-constexpr int kMaxQuantChunks = 4;  // quant_kernel::kMaxChunks (the kernel's register array)
+constexpr int kMaxQuantChunks = 4;   // quant_kernel::kMaxChunks (the kernel's register array)
+constexpr int kMaxDequantSteps = 2;  // quant_kernel::kMaxDequantSteps
 
 bool parse_int(const std::string& v, int lo, int hi, int* out) {
   char* end = nullptr;
@@ -31,8 +32,13 @@ bool parse_tune(const std::string& text, Tune* out, std::string* why) {
         *why = "quant.max_chunks: expected 1.." + std::to_string(kMaxQuantChunks) + ", got '" + value + "'";
         return false;
       }
+    } else if (key == "dequant.steps") {
+      if (!parse_int(value, 1, kMaxDequantSteps, &out->dequant_steps)) {
+        *why = "dequant.steps: expected 1.." + std::to_string(kMaxDequantSteps) + ", got '" + value + "'";
+        return false;
+      }
     } else {
-      *why = "unknown key '" + key + "' (known: quant.max_chunks)";
+      *why = "unknown key '" + key + "' (known: quant.max_chunks, dequant.steps)";
       return false;
     }
   }

@@ -4,6 +4,8 @@
 // values are reported once on stderr and ignored. Keys:
 //   quant.max_chunks=1..4  vectorized quant: most 16-byte chunks of x one lane holds per group
 //                          (default 4; 1 = one chunk per lane, the widest lane split)
+//   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
+//                          (default 2; 1 = one step per thread)
 #pragma once
 #include <string>
 
@@ -11,6 +13,7 @@ namespace tejas::detail {
 
 struct Tune {
   int quant_max_chunks = 4;
+  int dequant_steps = 2;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

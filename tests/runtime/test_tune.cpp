@@ -15,6 +15,10 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.quant_max_chunks, 1);
   EXPECT_TRUE(parse_tune(",quant.max_chunks=2,", &t, &why)) << why;
   EXPECT_EQ(t.quant_max_chunks, 2);
+  EXPECT_EQ(t.dequant_steps, 2);
+  EXPECT_TRUE(parse_tune("dequant.steps=1,quant.max_chunks=1", &t, &why)) << why;
+  EXPECT_EQ(t.dequant_steps, 1);
+  EXPECT_EQ(t.quant_max_chunks, 1);
 }
 
 TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
@@ -23,6 +27,8 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
   EXPECT_FALSE(parse_tune("quant.max_chunks=3,rope.block=9", &t, &why));
   EXPECT_EQ(t.quant_max_chunks, 3);
   EXPECT_NE(why.find("unknown key 'rope.block'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_tune("dequant.steps=3", &t, &why));
+  EXPECT_NE(why.find("dequant.steps: expected 1..2"), std::string::npos) << why;
   for (const char* bad : {"quant.max_chunks=0", "quant.max_chunks=5", "quant.max_chunks=", "quant.max_chunks=2x",
                           "quant.max_chunks"}) {
     Tune u;

@@ -76,10 +76,11 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
   if (p.group % vec == 0 && p.out_align >= kVecBytes && p.q_align >= q_access) {
     c.vectorized = true;
     c.vec = vec;
+    c.steps = p.steps < 1 ? 1 : (p.steps > kMaxDequantSteps ? kMaxDequantSteps : p.steps);
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }
-  c.grid = clamp_grid(ceil_div(n / c.vec, c.threads));
+  c.grid = clamp_grid(ceil_div(ceil_div(n / c.vec, c.steps), c.threads));
   return c;
 }
 
@@ -96,7 +97,8 @@ std::string QuantConfig::to_string() const {
 
 std::string DequantConfig::to_string() const {
   std::ostringstream os;
-  os << (vectorized ? "vectorized" : "generic") << " vec " << vec << ", " << threads << " threads, grid " << grid;
+  os << (vectorized ? "vectorized" : "generic") << " vec " << vec << ", " << steps << " steps/thread, " << threads
+     << " threads, grid " << grid;
   return os.str();
 }
 

@@ -24,6 +24,7 @@ inline constexpr int kThreads = 256;          // 8 warps per block
 inline constexpr int kWarp = 32;
 inline constexpr int kVecBytes = 16;          // one ld.global.v4 per lane
 inline constexpr int kMaxChunks = 4;          // register budget: 4 x 16 bytes of x per lane
+inline constexpr int kMaxDequantSteps = 2;    // dequant: up to 2 steps' codes in flight per thread
 inline constexpr int64_t kMaxGrid = 1 << 20;  // blocks; warps loop beyond (grid-stride)
 
 struct QuantProblem {
@@ -60,11 +61,14 @@ struct DequantProblem {
   int64_t group = 128;
   int out_align = kVecBytes;  // as QuantProblem's
   int q_align = kVecBytes;
+  // Steps (vectors of out) one thread handles, loads first (TEJAS_TUNE dequant.steps).
+  int steps = 2;
 };
 
 struct DequantConfig {
   bool vectorized = false;
   int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
+  int steps = 1;         // vectorized: steps per thread, all loads issued first (<= kMaxDequantSteps)
   int threads = kThreads;
   int64_t grid = 1;
   std::string to_string() const;

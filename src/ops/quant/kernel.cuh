@@ -308,17 +308,33 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   const float ts = load_tensor_scale(p.tensor_scale);
   const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < total; j += stride) {
-    const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
-    const float scale = load_scale(p, row * p.s_row_stride + k / p.group);
-    const Bytes<kCodeBytes> codes =
-        ptx::ld_global_nc(reinterpret_cast<const Bytes<kCodeBytes>*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
-    S out[kVec];
+  // NOTES: a thread takes p.steps grid-stride steps at once (each step's warp request stays
+  // contiguous) and issues all their code and scale loads before the first store, so each
+  // thread has steps x (code bytes + scale) in flight instead of one step's.
+  for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
+    Bytes<kCodeBytes> codes[kMaxDequantSteps];
+    float scale[kMaxDequantSteps];
 TEJAS_QUANT_UNROLL
-    for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes.b, i), scale, ts, nvfp4);
-    uint4 packed;
-    memcpy(&packed, out, sizeof(packed));
-    ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
+    for (int st = 0; st < kMaxDequantSteps; ++st) {
+      const int64_t j = j0 + st * stride;
+      if (st >= p.steps || j >= total) continue;
+      const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+      scale[st] = load_scale(p, row * p.s_row_stride + k / p.group);
+      codes[st] = ptx::ld_global_nc(
+          reinterpret_cast<const Bytes<kCodeBytes>*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
+    }
+TEJAS_QUANT_UNROLL
+    for (int st = 0; st < kMaxDequantSteps; ++st) {
+      const int64_t j = j0 + st * stride;
+      if (st >= p.steps || j >= total) continue;
+      const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+      S out[kVec];
+TEJAS_QUANT_UNROLL
+      for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes[st].b, i), scale[st], ts, nvfp4);
+      uint4 packed;
+      memcpy(&packed, out, sizeof(packed));
+      ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
+    }
   }
 }
 

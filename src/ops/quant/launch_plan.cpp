@@ -7,6 +7,9 @@
 namespace tejas::quant_kernel {
 namespace {
 
+static_assert(detail::Tune{}.quant_max_chunks <= kMaxChunks && detail::Tune{}.dequant_steps <= kMaxDequantSteps,
+              "TEJAS_TUNE defaults within the kernels' register arrays");
+
 constexpr int kBitsPerByte = 8;
 
 SliceLayout collapse(const TensorView* const t[kNumLayoutTensors]) {
@@ -189,7 +192,9 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.group = plan.group;
   prob.out_align = rows_alignment(out, p.out, p.rows, K, p.out_row_stride);
   prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  prob.steps = detail::tune().dequant_steps;
   l.config = make_dequant_config(prob);
+  p.steps = l.config.steps;
   return l;
 }
 

@@ -37,6 +37,7 @@ struct DequantParams {
   int64_t rows = 0, K = 0, group = 1;
   int64_t q_row_stride_bytes = 0, s_row_stride = 0, out_row_stride = 0;
   ScaleKind scale_kind = ScaleKind::f32;
+  int steps = 1;  // vectorized kernel: consecutive grid-stride steps per thread, loads first
 };
 
 }  // namespace tejas::quant_kernel

@@ -147,6 +147,30 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.vec, 2);
 }
 
+// Vectorized dequant: `steps` vectors per thread (loads first), the grid shrinking to match;
+// generic paths stay one element per step. TEJAS_TUNE dequant.steps sets p.steps (clamped 1..2).
+TEST(DequantConfig, StepsPerThreadShrinkTheGrid) {
+  DequantProblem p;
+  p.out_bytes = 2;
+  p.rows = 64;
+  p.K = 4096;  // 32768 vectors of 8
+  p.group = 128;
+  for (int steps : {1, 2}) {
+    p.steps = steps;
+    const DequantConfig c = make_dequant_config(p);
+    EXPECT_EQ(c.steps, steps);
+    EXPECT_EQ(c.grid, 32768 / (256 * steps));
+  }
+  p.steps = 9;
+  EXPECT_EQ(make_dequant_config(p).steps, kMaxDequantSteps);
+  p.steps = 2;
+  p.rows = 1;
+  p.K = 8 * 300;  // 300 vectors: 150 threads -> one block, part of it idle
+  EXPECT_EQ(make_dequant_config(p).grid, 1);
+  p.group = 4;  // generic
+  EXPECT_EQ(make_dequant_config(p).steps, 1);
+}
+
 // ---- exact rounding helpers ----------------------------------------------------------------------
 
 namespace {
