@@ -7,15 +7,34 @@
 namespace tejas::detail {
 namespace {
 
-constexpr int kMaxQuantChunks = 4;   // quant_kernel::kMaxChunks (the kernel's register array)
-constexpr int kMaxDequantSteps = 2;  // quant_kernel::kMaxDequantSteps
+
+std::string trim(const std::string& v) {
+  const size_t a = v.find_first_not_of(" \t"), b = v.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : v.substr(a, b - a + 1);
+}
 
 bool parse_int(const std::string& v, int lo, int hi, int* out) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || end == nullptr || *end != '\0' || x < lo || x > hi) return false;
-  *out = static_cast<int>(x);
+  if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos) return false;
+  const int x = std::stoi(v);
+  if (x < lo || x > hi) return false;
+  *out = x;
   return true;
+}
+
+struct Parsed {
+  Tune tune;
+  std::string error;
+};
+
+const Parsed& parsed() {
+  static const Parsed p = [] {
+    Parsed r;
+    if (!parse_tune(tune_text(), &r.tune, &r.error)) {
+      std::fprintf(stderr, "tejas: TEJAS_TUNE ignored from the bad entry on: %s\n", r.error.c_str());
+    }
+    return r;
+  }();
+  return p;
 }
 
 }  // namespace
@@ -26,15 +45,16 @@ bool parse_tune(const std::string& text, Tune* out, std::string* why) {
   while (std::getline(in, entry, ',')) {
     if (entry.empty()) continue;
     const size_t eq = entry.find('=');
-    const std::string key = entry.substr(0, eq), value = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    const std::string key = trim(entry.substr(0, eq)), value = eq == std::string::npos ? "" : trim(entry.substr(eq + 1));
+    if (key.empty() && value.empty()) continue;
     if (key == "quant.max_chunks") {
-      if (!parse_int(value, 1, kMaxQuantChunks, &out->quant_max_chunks)) {
-        *why = "quant.max_chunks: expected 1.." + std::to_string(kMaxQuantChunks) + ", got '" + value + "'";
+      if (!parse_int(value, 1, kTuneMaxQuantChunks, &out->quant_max_chunks)) {
+        *why = "quant.max_chunks: expected 1.." + std::to_string(kTuneMaxQuantChunks) + ", got '" + value + "'";
         return false;
       }
     } else if (key == "dequant.steps") {
-      if (!parse_int(value, 1, kMaxDequantSteps, &out->dequant_steps)) {
-        *why = "dequant.steps: expected 1.." + std::to_string(kMaxDequantSteps) + ", got '" + value + "'";
+      if (!parse_int(value, 1, kTuneMaxDequantSteps, &out->dequant_steps)) {
+        *why = "dequant.steps: expected 1.." + std::to_string(kTuneMaxDequantSteps) + ", got '" + value + "'";
         return false;
       }
     } else {
@@ -53,14 +73,7 @@ const std::string& tune_text() {
   return text;
 }
 
-const Tune& tune() {
-  static const Tune t = [] {
-    Tune parsed;
-    std::string why;
-    if (!parse_tune(tune_text(), &parsed, &why)) std::fprintf(stderr, "tejas: TEJAS_TUNE ignored from the bad entry on: %s\n", why.c_str());
-    return parsed;
-  }();
-  return t;
-}
+const Tune& tune() { return parsed().tune; }
+const std::string& tune_error() { return parsed().error; }
 
 }  // namespace tejas::detail

@@ -11,17 +11,24 @@
 
 namespace tejas::detail {
 
+// The kernels' register arrays bound these (static_assert'ed against quant_kernel's constants).
+inline constexpr int kTuneMaxQuantChunks = 4;
+inline constexpr int kTuneMaxDequantSteps = 2;
+
 struct Tune {
   int quant_max_chunks = 4;
   int dequant_steps = 2;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries
-// before it are applied).
+// before it are applied). Keys and values may carry spaces around them; values are decimal.
 bool parse_tune(const std::string& text, Tune* out, std::string* why);
 
 // The process's overrides (TEJAS_TUNE), parsed once.
 const Tune& tune();
+// Why TEJAS_TUNE did not parse ("" when it did or is unset): `tejas bench` refuses to time then,
+// so a mistyped variant cannot pass for a measured one.
+const std::string& tune_error();
 // TEJAS_TUNE as given ("" when unset), for reports.
 const std::string& tune_text();
 

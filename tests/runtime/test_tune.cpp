@@ -21,6 +21,14 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.quant_max_chunks, 1);
 }
 
+TEST(Tune, SpacesAroundKeysAndValues) {
+  Tune t;
+  std::string why;
+  EXPECT_TRUE(parse_tune(" quant.max_chunks = 2 , dequant.steps=1 ", &t, &why)) << why;
+  EXPECT_EQ(t.quant_max_chunks, 2);
+  EXPECT_EQ(t.dequant_steps, 1);
+}
+
 TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
   Tune t;
   std::string why;
@@ -30,7 +38,7 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
   EXPECT_FALSE(parse_tune("dequant.steps=3", &t, &why));
   EXPECT_NE(why.find("dequant.steps: expected 1..2"), std::string::npos) << why;
   for (const char* bad : {"quant.max_chunks=0", "quant.max_chunks=5", "quant.max_chunks=", "quant.max_chunks=2x",
-                          "quant.max_chunks"}) {
+                          "quant.max_chunks", "quant.max_chunks=+2", "quant.max_chunks=0x2", "quant.max_chunks=-1"}) {
     Tune u;
     EXPECT_FALSE(parse_tune(bad, &u, &why)) << bad;
     EXPECT_NE(why.find("quant.max_chunks: expected 1..4"), std::string::npos) << why;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check/cuda_mem.h"
+#include "runtime/tune.h"
 #include "tools/tejas/cli.h"
 #include "tools/tejas/json.h"
 #include "tools/tejas/report.h"
@@ -191,6 +192,7 @@ TEST(Json, BenchReportSchema) {
   EXPECT_EQ(j["schema_version"].n, tejas::cli::kSchemaVersion);
   EXPECT_EQ(j["tool"].s, "tejas");
   EXPECT_EQ(j["command"].s, "bench");
+  EXPECT_EQ(j["tune"].kind, tejas::detail::tune_text().empty() ? J::null : J::string);
   EXPECT_EQ(j["gpu"]["name"].s, "h200");
   EXPECT_EQ(j["gpu"]["present"].kind, J::boolean);
   EXPECT_FALSE(j["gpu"]["present"].b);

@@ -76,6 +76,10 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   std::vector<std::string> suites;
   if (!suites_flag("bench", flags, &suites, err)) return kExitUsage;
+  if (!detail::tune_error().empty()) {  // a mistyped variant must not be timed as the defaults
+    err << "tejas bench: TEJAS_TUNE: " << detail::tune_error() << "\n";
+    return kExitUsage;
+  }
   std::vector<const bench::ModelShape*> models;
   const std::string model_arg = flags.get("model", "all");
   if (model_arg != "all") {
@@ -113,6 +117,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << "GPU: " << dev.name << "; floors use the " << g->name << " ceilings\n";
   }
   if (!detail::tune_text().empty()) out << "TEJAS_TUNE: " << detail::tune_text() << " (launch-config overrides)\n";
+  report.tune = detail::tune_text();
   if (dev.present) {
     // Twice the L2 so a flush evicts everything a previous run left there.
     flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));

@@ -116,6 +116,8 @@ std::string to_json(const Report& r) {
   j.key("tool").value("tejas");
   j.key("version").value(version_string());
   j.key("command").value(r.command);
+  j.key("tune");
+  if (r.tune.empty()) j.null(); else j.value(r.tune);
   j.key("gpu").begin_object();
   j.key("name").value(r.gpu);
   j.key("present").value(r.gpu_present);

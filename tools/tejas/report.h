@@ -30,6 +30,7 @@ struct Report {
   std::string gpu;           // ceilings used: "h200"
   bool gpu_present = false;  // timings come from a GPU in this run
   std::string device_name;   // "" without a GPU
+  std::string tune;          // TEJAS_TUNE of the run ("" = defaults)
   bench::GpuCeilings ceilings;
   std::vector<Row> rows;
   // Correctness checks run alongside (check: the run; bench: emulator/cuda validation).

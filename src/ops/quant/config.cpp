@@ -26,16 +26,19 @@ int64_t pow2_factor(int64_t n, int64_t cap) {
 // keep chunks per lane <= max_chunks, so each lane has the most bytes in flight (Little's law:
 // ~23 KB per SM at 4.3 TB/s), and keep every request's sectors full: with several chunks per
 // lane, a request covers L consecutive chunks of each of the warp's groups, so L x 16 bytes of x
-// and L x q_access bytes of codes must fill whole sectors (and groups start on sector bounds).
-// One chunk per lane (L = nvec) is contiguous across groups and always fills them. Nothing fits
-// (nvec not a power of two, or above 32 x max_chunks): the widest split, as many chunks as needed.
-int64_t group_lanes(int64_t nvec, int q_access, int64_t group_x_bytes, int64_t group_q_bytes, int max_chunks) {
+// and L x q_access bytes of codes must fill whole sectors, and groups must start on sector
+// bounds (rows 32-byte aligned, groups a multiple of 32 bytes). One chunk per lane (L = nvec) is
+// contiguous across groups and always fills them. When nothing qualifies (e.g. rows only 16-byte
+// aligned, or more than 32 x max_chunks chunks): the widest split, as many chunks as needed.
+int64_t group_lanes(const QuantProblem& p, int64_t nvec, int q_access) {
   const int64_t widest = pow2_factor(nvec, kWarp);
+  const bool sector_groups = p.x_align >= kSectorBytes && p.q_align >= kSectorBytes &&
+                             (p.group * p.x_bytes) % kSectorBytes == 0 &&
+                             (p.group * p.code_bits / kBitsPerByte) % kSectorBytes == 0;
   for (int64_t L = 1; L <= widest; L *= 2) {
-    if (nvec % L != 0 || nvec / L > max_chunks) continue;
+    if (nvec % L != 0 || nvec / L > p.max_chunks) continue;
     const bool whole_groups = L == nvec;
-    const bool full_sectors = L * kVecBytes >= kSectorBytes && L * q_access >= kSectorBytes &&
-                              group_x_bytes % kSectorBytes == 0 && group_q_bytes % kSectorBytes == 0;
+    const bool full_sectors = sector_groups && L * kVecBytes >= kSectorBytes && L * q_access >= kSectorBytes;
     if (whole_groups || full_sectors) return L;
   }
   return widest;
@@ -51,8 +54,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
   const int64_t groups = p.group > 0 ? p.rows * (p.K / p.group) : 0;
   if (p.group % vec == 0 && p.x_align >= kVecBytes && p.q_align >= q_access) {
     const int64_t nvec = p.group / vec;
-    const int64_t lanes = group_lanes(nvec, q_access, p.group * p.x_bytes, p.group * p.code_bits / kBitsPerByte,
-                                      p.max_chunks);
+    const int64_t lanes = group_lanes(p, nvec, q_access);
     if (nvec / lanes <= kMaxChunks) {
       c.vectorized = true;
       c.vec = vec;

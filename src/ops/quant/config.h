@@ -23,6 +23,7 @@ namespace tejas::quant_kernel {
 inline constexpr int kThreads = 256;          // 8 warps per block
 inline constexpr int kWarp = 32;
 inline constexpr int kVecBytes = 16;          // one ld.global.v4 per lane
+inline constexpr int kSectorBytes = 32;       // DRAM / L2 sector
 inline constexpr int kMaxChunks = 4;          // register budget: 4 x 16 bytes of x per lane
 inline constexpr int kMaxDequantSteps = 2;    // dequant: up to 2 steps' codes in flight per thread
 inline constexpr int64_t kMaxGrid = 1 << 20;  // blocks; warps loop beyond (grid-stride)
@@ -32,10 +33,11 @@ struct QuantProblem {
   int code_bits = 8;   // 8 (e4m3) or 4 (e2m1)
   int64_t rows = 1, K = 128;
   int64_t group = 128;
-  // Alignment every row start shares, in bytes (a power of two <= kVecBytes, from
-  // detail::access_alignment of the launch's [rows, K] views).
-  int x_align = kVecBytes;
-  int q_align = kVecBytes;
+  // Alignment every row start shares, in bytes (a power of two <= kSectorBytes, from
+  // detail::access_alignment of the launch's [rows, K] views): 16 allows vector access, 32 lets
+  // the lane split rely on groups starting on sector bounds.
+  int x_align = kSectorBytes;
+  int q_align = kSectorBytes;
   // Most chunks one lane may hold per group (1..kMaxChunks; TEJAS_TUNE quant.max_chunks).
   int max_chunks = kMaxChunks;
 };

@@ -312,8 +312,8 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   // contiguous) and issues all their code and scale loads before the first store, so each
   // thread has steps x (code bytes + scale) in flight instead of one step's.
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
-    Bytes<kCodeBytes> codes[kMaxDequantSteps];
-    float scale[kMaxDequantSteps];
+    Bytes<kCodeBytes> codes[kMaxDequantSteps] = {};
+    float scale[kMaxDequantSteps] = {};
 TEJAS_QUANT_UNROLL
     for (int st = 0; st < kMaxDequantSteps; ++st) {
       const int64_t j = j0 + st * stride;

@@ -7,8 +7,8 @@
 namespace tejas::quant_kernel {
 namespace {
 
-static_assert(detail::Tune{}.quant_max_chunks <= kMaxChunks && detail::Tune{}.dequant_steps <= kMaxDequantSteps,
-              "TEJAS_TUNE defaults within the kernels' register arrays");
+static_assert(detail::kTuneMaxQuantChunks == kMaxChunks && detail::kTuneMaxDequantSteps == kMaxDequantSteps,
+              "TEJAS_TUNE's limits are the kernels' register arrays");
 
 constexpr int kBitsPerByte = 8;
 
@@ -83,7 +83,8 @@ ScaleKind scale_kind(DType s) {
 bool empty(const TensorView& t) { return t.numel() == 0; }
 
 // A launch's [rows, K] rows of `t` (same dtype) starting at `data`: what the alignment is of.
-int rows_alignment(const TensorView& t, const void* data, int64_t rows, int64_t K, int64_t row_stride) {
+int rows_alignment(const TensorView& t, const void* data, int64_t rows, int64_t K, int64_t row_stride,
+                   int cap = kVecBytes) {
   TensorView v = t;
   v.data = const_cast<void*>(data);
   v.ndim = 2;
@@ -91,7 +92,7 @@ int rows_alignment(const TensorView& t, const void* data, int64_t rows, int64_t 
   v.shape[1] = K;
   v.stride[0] = row_stride;
   v.stride[1] = 1;
-  return detail::access_alignment(v, kVecBytes);
+  return detail::access_alignment(v, cap);
 }
 
 }  // namespace
@@ -139,8 +140,8 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.rows = p.rows;
   prob.K = K;
   prob.group = plan.group;
-  prob.x_align = rows_alignment(x, p.x, p.rows, K, p.x_row_stride);
-  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  prob.x_align = rows_alignment(x, p.x, p.rows, K, p.x_row_stride, kSectorBytes);
+  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1], kSectorBytes);
   prob.max_chunks = detail::tune().quant_max_chunks;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;

@@ -16,11 +16,12 @@ namespace fp = tejas::testfp;
 
 namespace {
 
-// Alignment of rows `row_bytes` apart from a 16-byte aligned start (what detail::access_alignment
-// gives such views; tests/runtime/test_alignment.cpp): the largest power of two <= 16 dividing it.
+// Alignment of rows `row_bytes` apart from a 32-byte aligned start (what detail::access_alignment
+// with cap 32 gives such views; tests/runtime/test_alignment.cpp): the largest power of two <= 32
+// dividing it.
 int row_align(int64_t row_bytes) {
   int a = 1;
-  while (a < kVecBytes && row_bytes % (2 * a) == 0) a *= 2;
+  while (a < kSectorBytes && row_bytes % (2 * a) == 0) a *= 2;
   return a;
 }
 
@@ -65,7 +66,7 @@ TEST(QuantConfig, VectorizedSplits) {
 // Fewer lanes per group = more bytes in flight per lane, but only while every request still
 // fills whole sectors: L x 16 bytes of x and L x (codes of a chunk) bytes of q >= 32.
 TEST(QuantConfig, MostChunksPerLaneThatKeepSectorsFull) {
-  // fp8 group 128, bf16: 4 lanes x 4 chunks (2 lanes would store 16-byte code runs: half sectors).
+  // fp8 group 128, bf16: 4 lanes x 4 chunks (fewer lanes would need more than 4 chunks).
   QuantConfig c = make_quant_config(quant_problem(2, 8, 10, 768, 128));
   EXPECT_EQ(c.lanes_per_group, 4);
   EXPECT_EQ(c.chunks, 4);
@@ -79,6 +80,21 @@ TEST(QuantConfig, MostChunksPerLaneThatKeepSectorsFull) {
   c = make_quant_config(quant_problem(2, 8, 10, 768, 64));
   EXPECT_EQ(c.lanes_per_group, 4);
   EXPECT_EQ(c.chunks, 2);
+}
+
+// Rows only 16-byte aligned (e.g. a view starting 16 bytes into a buffer): groups no longer start
+// on sector bounds, so a multi-chunk split would split sectors on every request: one chunk per
+// lane (the whole group per warp segment) instead.
+TEST(QuantConfig, RowsOffSectorBoundsKeepOneChunkPerLane) {
+  QuantProblem p = quant_problem(2, 8, 10, 768, 128);
+  p.x_align = 16;
+  EXPECT_EQ(make_quant_config(p).lanes_per_group, 16);
+  p = quant_problem(2, 8, 10, 768, 128);
+  p.q_align = 16;
+  EXPECT_EQ(make_quant_config(p).lanes_per_group, 16);
+  p = quant_problem(2, 8, 10, 768 + 8, 128);  // rows 1552 bytes apart: 16-byte aligned only
+  EXPECT_EQ(p.x_align, 16);
+  EXPECT_EQ(make_quant_config(p).lanes_per_group, 16);
 }
 
 // TEJAS_TUNE quant.max_chunks caps chunks per lane (1: the widest split, one chunk per lane).
