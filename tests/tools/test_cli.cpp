@@ -2,6 +2,7 @@
 // and the no-GPU path end to end (check on each host backend, bench, roofline, info).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,6 +101,10 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"bench", "--gpu", "a100"}, "--gpu"},
       {{"bench", "--iters", "0"}, "--iters"},
       {{"bench", "--iters"}, "--iters"},
+      {{"bench", "--time-limit", "0"}, "--time-limit"},
+      {{"bench", "--time-limit", "-3"}, "--time-limit"},
+      {{"bench", "--time-limit", "10s"}, "--time-limit"},
+      {{"bench", "--time-limit", "1e9"}, "--time-limit"},
       {{"roofline", "--gpu", "v100"}, "--gpu"},
       {{"info", "--verbose"}, "--verbose"},
   };
@@ -154,6 +159,24 @@ TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
   EXPECT_TRUE(has(r.out, "0 pass, 0 FAIL")) << r.out;
   // Default backend without a GPU is the emulator.
   EXPECT_TRUE(has(tejas_cmd({"check", "--op", "silu_mul"}).out, "backend emulator"));
+}
+
+// --time-limit: rows after the limit are not run but stay in the report, marked.
+TEST(Cli, BenchTimeLimitKeepsTheReport) {
+  const std::string json = ::testing::TempDir() + "tejas_time_limit.json";
+  const Result r = tejas_cmd({"bench", "--suite", "norm", "--model", "llama-3.1-8b", "--time-limit", "0.000001",
+                              "--json", json});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "rms_norm | llama-3.1-8b T=16 H=4096 bf16 | - | - | - | ")) << r.out;
+  EXPECT_TRUE(has(r.out, "not measured: --time-limit reached")) << r.out;
+  EXPECT_TRUE(has(r.out, "s reached: ")) << r.out;
+  std::ifstream f(json);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_TRUE(has(text.str(), "not measured: --time-limit reached")) << "the JSON is written";
+  const Result none = tejas_cmd({"bench", "--suite", "norm", "--model", "llama-3.1-8b", "--time-limit", "86400"});
+  EXPECT_EQ(none.code, 0);
+  EXPECT_FALSE(has(none.out, "--time-limit reached")) << none.out;
 }
 
 TEST(Cli, BenchWithoutGpuShowsFloorsOnly) {

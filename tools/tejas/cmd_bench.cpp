@@ -1,6 +1,8 @@
 // tejas bench: kernels over WORKLOADS.md shapes beside their roofline floors. On a GPU each row
 // is timed (CUDA events, warm-up, cold L2, median); without one only the floors are printed and
 // each kernel is validated through the emulator at the check's reduced sizes.
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -15,7 +17,7 @@ namespace tejas::cli {
 namespace {
 constexpr const char* kHelp =
     "usage: tejas bench [--suite NAME[,NAME]|all] [--model NAME[,NAME]|all] [--json FILE] [--markdown FILE]\n"
-    "                   [--gpu h100|h200|b200] [--iters N]\n"
+    "                   [--gpu h100|h200|b200] [--iters N] [--time-limit S]\n"
     "\n"
     "Suites: norm, rope, activation, quant, attention (decode), memcpy (the copy ceiling), gemm\n"
     "(cuBLASLt baselines: bf16, fp8 per-tensor, fp8 1x128/128x128 block-scaled; MXFP8 and NVFP4\n"
@@ -31,7 +33,10 @@ constexpr const char* kHelp =
     "right after the row by the same method; a baseline that fails or is unsupported leaves\n"
     "x baseline '-' and says why in the note. The HBM ceiling is re-measured at the start.\n"
     "Without a GPU: the first line says so, the floors for --gpu are printed (no timing is ever\n"
-    "printed that was not measured) and each kernel is validated through the emulator.\n";
+    "printed that was not measured) and each kernel is validated through the emulator.\n"
+    "--time-limit S: once S seconds have passed, the remaining rows are not run (status \"not\n"
+    "measured: --time-limit reached\"); the report is still written, so a bounded run keeps what\n"
+    "it measured.\n";
 
 const std::vector<FlagSpec> kFlags = {
     {"suite", "NAME", "suites to run (comma-separated, or all; default all)"},
@@ -40,9 +45,11 @@ const std::vector<FlagSpec> kFlags = {
     {"markdown", "FILE", "write the report as Markdown"},
     {"gpu", "NAME", "ceilings for the floors: h100, h200 or b200 (default: the GPU present, else h200)"},
     {"iters", "N", "timed runs per row (default 30)"},
+    {"time-limit", "S", "stop running rows after S seconds (default: none); the report keeps the rest as not measured"},
 };
 constexpr uint64_t kDefaultIters = 30;
 constexpr uint64_t kMaxIters = 100000;
+constexpr double kMaxTimeLimitS = 86400.0;
 constexpr int kWarmup = 3;
 constexpr size_t kCopyBytes = size_t{1} << 30;
 constexpr int kCopyIters = 10;
@@ -92,6 +99,20 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   uint64_t iters = kDefaultIters;
   if (flags.has("iters") && (!parse_u64(flags.get("iters"), &iters) || iters == 0 || iters > kMaxIters))
     return usage_error("bench", "--iters: expected an integer in 1..100000, got '" + flags.get("iters") + "'", err);
+  double time_limit_s = 0.0;  // 0: none
+  if (flags.has("time-limit")) {
+    char* end = nullptr;
+    const std::string v = flags.get("time-limit");
+    time_limit_s = std::strtod(v.c_str(), &end);
+    if (v.empty() || end == nullptr || *end != '\0' || !(time_limit_s > 0.0) || time_limit_s > kMaxTimeLimitS)
+      return usage_error("bench", "--time-limit: expected seconds in (0, 86400], got '" + v + "'", err);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto out_of_time = [&] {
+    return time_limit_s > 0.0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= time_limit_s;
+  };
+  size_t cut_rows = 0;
 
   const bench::DeviceInfo dev = bench::device_info();
   const std::string detected = dev.present ? bench::gpu_key(dev) : "";
@@ -155,7 +176,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "[bench] " << suite << ": " << rows.size() << " rows\n";
     // Validate each kernel once (reduced sizes) before any timing.
     for (const auto& w : rows) {
-      if (w.check_op.empty() || verdicts.count(w.check_op)) continue;
+      if (w.check_op.empty() || verdicts.count(w.check_op) || out_of_time()) continue;
       const check::OpCheck* c = check::find_op_check(w.check_op);
       if (!c) continue;
       err << "[bench] checking " << w.check_op << " on the " << backend_name(check_options.backend) << " backend\n";
@@ -168,7 +189,10 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
       Row r = make_row(w.suite, w.op, w.model, w.shape, w.cost, report.ceilings);
       r.baseline = w.baseline;
       const OpVerdict* v = w.check_op.empty() ? nullptr : &verdicts[w.check_op];
-      if (v && v->verdict == check::Verdict::fail) {
+      if (out_of_time()) {
+        r.status = "not measured: --time-limit reached";
+        ++cut_rows;
+      } else if (v && v->verdict == check::Verdict::fail) {
         r.status = "not timed: check FAIL";
       } else if (v && v->verdict == check::Verdict::unsupported) {
         r.status = dev.present ? "unsupported: " + v->detail : "not measured: no GPU; emulator: unsupported";
@@ -190,6 +214,10 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 
   print_rows(out, report.rows);
+  if (cut_rows > 0) {
+    out << "--time-limit " << time_limit_s << " s reached: " << cut_rows << " of " << report.rows.size()
+        << " rows not run\n";
+  }
   const CheckCounts cc = count_checks(report.checks);
   out << "kernel checks (" << report.check_backend << ", " << check::seed_note(report.seed) << "): " << cc.pass
       << " pass, " << cc.fail << " FAIL, " << cc.unsupported << " unsupported\n";
