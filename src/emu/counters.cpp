@@ -153,6 +153,11 @@ void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each) {
   c.shared_wavefronts_ideal += pc.ideal;
 }
 
+void count_prefetch() {
+  rt::current_thread();  // valid only inside a launch
+  rt::g_launch->report.counters.global_prefetches++;
+}
+
 void count_tensor_op(const char* name) {
   rt::current_thread();
   rt::g_launch->report.counters.tensor_ops[name]++;

@@ -75,6 +75,7 @@ struct Counters {
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_wavefronts_ideal = 0;
   std::map<std::string, uint64_t> tensor_ops;  // "mma.m16n8k16.bf16.f32" -> warp-instructions
   uint64_t barriers = 0;                       // block-wide barrier completions
+  uint64_t global_prefetches = 0;              // prefetch.L2 instructions, per thread
   uint64_t cp_async_bytes = 0;
   double sectors_per_load_request() const;
   double sectors_per_store_request() const;
@@ -222,6 +223,9 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
 // Shared-memory wavefront accounting for warp-wide matrix instructions (ldmatrix, stmatrix):
 // one call per phase of up to 8 row addresses of 16 bytes each.
 void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each);
+// A prefetch.L2 by the current thread (ptx::prefetch_l2): counted, no data moves (a GPU
+// prefetch changes no values and faults on no address).
+void count_prefetch();
 void count_tensor_op(const char* name);
 
 // cp.async: copies `cp_size` bytes (4, 8, 16) from gmem to smem, of which the last

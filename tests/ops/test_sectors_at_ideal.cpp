@@ -65,7 +65,7 @@ ExecContext emulator() {
 }
 
 struct Totals {
-  uint64_t excess_load = 0, excess_store = 0, read = 0, written = 0;
+  uint64_t excess_load = 0, excess_store = 0, read = 0, written = 0, prefetches = 0;
 };
 
 Totals totals() {
@@ -76,6 +76,7 @@ Totals totals() {
     t.excess_store += r.counters.excess_store_sectors();
     t.read += r.counters.global_bytes_read_unique;
     t.written += r.counters.global_bytes_written_unique;
+    t.prefetches += r.counters.global_prefetches;
   }
   return t;
 }
@@ -100,6 +101,9 @@ TEST(SectorsAtIdeal, Norm) {
     Buf q = make(DType::e4m3, {T, H}, rng), s = make(DType::f32, {T, H / 128}, rng);
     const std::string at = "H=" + std::to_string(H);
     ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+    // Every row's thread prefetches the weight vectors it will read after the reduction (one
+    // prefetch.L2 per 16-byte vector: T x H / 8).
+    EXPECT_EQ(totals().prefetches, static_cast<uint64_t>(T * H / 8)) << at;
     expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
     ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
     expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));

@@ -8,6 +8,7 @@
 //   ld_global_cg                 ld.global.cg (L2 only)           (sm_80+)
 //   st_global_cs                 st.global.cs (streaming)         (sm_80+)
 //   ld_shared / st_shared        ld.shared / st.shared            (sm_80+)
+//   prefetch_l2                  prefetch.L2 (generic address)    (sm_80+)
 //
 // T: any trivially copyable type of 1, 2, 4, 8 or 16 bytes (scalars, uint2/uint4/float2/float4).
 // The address must be aligned to sizeof(T). Cache hints are no-ops under emulation.
@@ -166,6 +167,18 @@ __device__ __forceinline__ void st_global_cs(T* p, const T& v TEJAS_SITE_PARAM) 
   ::tejas::emu::store(p, v, site);
 #else
   ldst_detail::st_cs(p, v);
+#endif
+}
+
+// prefetch.L2: brings the line holding `p` into L2 ahead of a load that must wait for something
+// else first (PTX ISA: no state space = generic addressing). Changes no values; under emulation
+// it is counted (Counters::global_prefetches) and moves nothing.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+#if TEJAS_EMULATION
+  (void)p;
+  ::tejas::emu::count_prefetch();
+#else
+  asm volatile("prefetch.L2 [%0];" ::"l"(p));
 #endif
 }
 

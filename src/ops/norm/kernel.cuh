@@ -151,6 +151,17 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
       for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
   }
   if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt, rt);
+  // The weight is read after the reduction (keeping it out of registers); its lines head for L2
+  // now, so that read is an L2 hit even in decode, where nothing else brought them there.
+  // NOTES: only with few items (vectorized rows): with 8-16 (misaligned views, vec 1-2) the
+  // compiler kept every weight address live across the reduction and spilled 92-132 bytes.
+  if constexpr (I <= 4) {
+#pragma unroll
+    for (int k = 0; k < I; ++k) {
+      const int j = k * rs.nthreads + rs.tid;
+      if (j < nvec) ptx::prefetch_l2(elem_at(p.weight, 0, 0, static_cast<int64_t>(j) * V, dtype_size(p.w_dtype)));
+    }
+  }
   if (p.residual != nullptr) {
 #pragma unroll
     for (int k = 0; k < I; ++k) {
