@@ -12,12 +12,12 @@ namespace tejas::quant_kernel {
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[3]));
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   for (int64_t i = 0; i < plan.num_launches; ++i) {
     const QuantLaunch l = quant_launch(plan, i);
     const QuantConfig& c = l.config;
-    const QuantKernel k = select_quant_kernel(plan.x_dtype, plan.code, c.vectorized);
+    const QuantKernel k = select_quant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
     k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
     TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
   }
@@ -27,12 +27,12 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.tensors[2]));
+    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   for (int64_t i = 0; i < plan.num_launches; ++i) {
     const DequantLaunch l = dequant_launch(plan, i);
     const DequantConfig& c = l.config;
-    const DequantKernel k = select_dequant_kernel(plan.out_dtype, plan.code, c.vectorized);
+    const DequantKernel k = select_dequant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
     k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
     TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
   }

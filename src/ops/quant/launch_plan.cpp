@@ -95,53 +95,79 @@ int rows_alignment(const TensorView& t, const void* data, int64_t rows, int64_t 
   return detail::access_alignment(v, cap);
 }
 
-}  // namespace
-
-QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
-                     const TensorView& tensor_scale, int64_t group, ScaleRule rule) {
-  QuantPlan plan;
-  plan.x_dtype = x.dtype;
+Plan make_plan(const TensorView& data, const TensorView& q, const TensorView& scales, const TensorView& tensor_scale,
+               int64_t group) {
+  Plan plan;
+  plan.t = {&data, &q, &scales, &tensor_scale};
   plan.code = code_format(q.dtype);
-  plan.tensors[0] = &x;
-  plan.tensors[1] = &q;
-  plan.tensors[2] = &scales;
-  plan.tensors[3] = &tensor_scale;
   plan.group = group;
-  plan.rule = rule;
-  if (empty(x)) return plan;
-  const TensorView* const layout[kNumLayoutTensors] = {&x, &q, &scales};
+  if (empty(data)) return plan;
+  const TensorView* const layout[kNumLayoutTensors] = {&data, &q, &scales};
   plan.layout = collapse(layout);
   plan.num_launches = num_slices(plan.layout);
   return plan;
 }
 
-QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
-  const TensorView &x = *plan.tensors[0], &q = *plan.tensors[1], &scales = *plan.tensors[2];
-  const TensorView& tensor_scale = *plan.tensors[3];
-  const int xb = elem_bytes(x.dtype), sb = elem_bytes(scales.dtype);
-  const int64_t K = x.shape[x.ndim - 1];
+// Launch i's rows: the first byte of each layout tensor and the row strides.
+struct LaunchRows {
+  uint8_t* data;
+  uint8_t* q;
+  uint8_t* scales;
+  int64_t rows, K;
+  int64_t data_stride, s_stride;  // elements
+  int64_t q_stride;               // elements (nibbles for e2m1)
+};
+
+LaunchRows launch_rows(const Plan& plan, int64_t i) {
+  const PlanTensors& t = plan.t;
   const Slice s = slice(plan.layout, i);
+  return {static_cast<uint8_t*>(t.data->data) + s.offset[0] * elem_bytes(t.data->dtype),
+          static_cast<uint8_t*>(t.q->data) + q_bytes(s.offset[1], plan.code),
+          static_cast<uint8_t*>(t.scales->data) + s.offset[2] * elem_bytes(t.scales->dtype),
+          s.rows,
+          t.data->shape[t.data->ndim - 1],
+          s.row_stride[0],
+          s.row_stride[2],
+          s.row_stride[1]};
+}
+
+const float* tensor_scale_of(const Plan& plan) {
+  return plan.t.tensor_scale->defined() ? static_cast<const float*>(plan.t.tensor_scale->data) : nullptr;
+}
+
+}  // namespace
+
+QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
+                     const TensorView& tensor_scale, int64_t group, ScaleRule rule) {
+  QuantPlan plan;
+  static_cast<Plan&>(plan) = make_plan(x, q, scales, tensor_scale, group);
+  plan.rule = rule;
+  return plan;
+}
+
+QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
+  const LaunchRows r = launch_rows(plan, i);
   QuantLaunch l;
   QuantParams& p = l.params;
-  p.x = static_cast<const uint8_t*>(x.data) + s.offset[0] * xb;
-  p.q = static_cast<uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
-  p.scales = static_cast<uint8_t*>(scales.data) + s.offset[2] * sb;
-  p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
-  p.rows = s.rows;
-  p.K = K;
+  p.x = r.data;
+  p.q = r.q;
+  p.scales = r.scales;
+  p.tensor_scale = tensor_scale_of(plan);
+  p.rows = r.rows;
+  p.K = r.K;
   p.group = plan.group;
-  p.x_row_stride = s.row_stride[0];
-  p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
-  p.s_row_stride = s.row_stride[2];
+  p.x_row_stride = r.data_stride;
+  p.q_row_stride_bytes = q_bytes(r.q_stride, plan.code);
+  p.s_row_stride = r.s_stride;
   p.rule = plan.rule;
   QuantProblem prob;
-  prob.x_bytes = xb;
-  prob.code_bits = dtype_bits(q.dtype);
-  prob.rows = p.rows;
-  prob.K = K;
+  prob.x_bytes = elem_bytes(plan.t.data->dtype);
+  prob.code_bits = dtype_bits(plan.t.q->dtype);
+  prob.rows = r.rows;
+  prob.K = r.K;
   prob.group = plan.group;
-  prob.x_align = rows_alignment(x, p.x, p.rows, K, p.x_row_stride, kSectorBytes);
-  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1], kSectorBytes);
+  prob.x_align = rows_alignment(*plan.t.data, r.data, r.rows, r.K, r.data_stride, kSectorBytes);
+  prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride, kSectorBytes);
   prob.max_chunks = detail::tune().quant_max_chunks;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
@@ -152,47 +178,33 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
 DequantPlan plan_dequant(const TensorView& q, const TensorView& scales, const TensorView& tensor_scale,
                          const TensorView& out, int64_t group) {
   DequantPlan plan;
-  plan.out_dtype = out.dtype;
-  plan.code = code_format(q.dtype);
-  plan.tensors[0] = &q;
-  plan.tensors[1] = &scales;
-  plan.tensors[2] = &tensor_scale;
-  plan.tensors[3] = &out;
-  plan.group = group;
-  if (empty(out)) return plan;
-  const TensorView* const layout[kNumLayoutTensors] = {&out, &q, &scales};
-  plan.layout = collapse(layout);
-  plan.num_launches = num_slices(plan.layout);
+  static_cast<Plan&>(plan) = make_plan(out, q, scales, tensor_scale, group);
   return plan;
 }
 
 DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
-  const TensorView &q = *plan.tensors[0], &scales = *plan.tensors[1], &tensor_scale = *plan.tensors[2];
-  const TensorView& out = *plan.tensors[3];
-  const int ob = elem_bytes(out.dtype), sb = elem_bytes(scales.dtype);
-  const int64_t K = out.shape[out.ndim - 1];
-  const Slice s = slice(plan.layout, i);
+  const LaunchRows r = launch_rows(plan, i);
   DequantLaunch l;
   DequantParams& p = l.params;
-  p.out = static_cast<uint8_t*>(out.data) + s.offset[0] * ob;
-  p.q = static_cast<const uint8_t*>(q.data) + q_bytes(s.offset[1], plan.code);
-  p.scales = static_cast<const uint8_t*>(scales.data) + s.offset[2] * sb;
-  p.tensor_scale = tensor_scale.defined() ? static_cast<const float*>(tensor_scale.data) : nullptr;
-  p.rows = s.rows;
-  p.K = K;
+  p.out = r.data;
+  p.q = r.q;
+  p.scales = r.scales;
+  p.tensor_scale = tensor_scale_of(plan);
+  p.rows = r.rows;
+  p.K = r.K;
   p.group = plan.group;
-  p.out_row_stride = s.row_stride[0];
-  p.q_row_stride_bytes = q_bytes(s.row_stride[1], plan.code);
-  p.s_row_stride = s.row_stride[2];
-  p.scale_kind = scale_kind(scales.dtype);
+  p.out_row_stride = r.data_stride;
+  p.q_row_stride_bytes = q_bytes(r.q_stride, plan.code);
+  p.s_row_stride = r.s_stride;
+  p.scale_kind = scale_kind(plan.t.scales->dtype);
   DequantProblem prob;
-  prob.out_bytes = ob;
-  prob.code_bits = dtype_bits(q.dtype);
-  prob.rows = p.rows;
-  prob.K = K;
+  prob.out_bytes = elem_bytes(plan.t.data->dtype);
+  prob.code_bits = dtype_bits(plan.t.q->dtype);
+  prob.rows = r.rows;
+  prob.K = r.K;
   prob.group = plan.group;
-  prob.out_align = rows_alignment(out, p.out, p.rows, K, p.out_row_stride);
-  prob.q_align = rows_alignment(q, p.q, p.rows, K, s.row_stride[1]);
+  prob.out_align = rows_alignment(*plan.t.data, r.data, r.rows, r.K, r.data_stride);
+  prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride);
   prob.steps = detail::tune().dequant_steps;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;

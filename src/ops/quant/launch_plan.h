@@ -23,24 +23,28 @@ struct SliceLayout {
   int64_t stride[kMaxDims][kNumLayoutTensors] = {};  // elements (q: nibbles for e2m1)
 };
 
-struct QuantPlan {
-  DType x_dtype = DType::bf16;
+// The tensors of one call; the first three are the layout tensors, in layout order.
+struct PlanTensors {
+  const TensorView* data = nullptr;          // x (quant) or out (dequant)
+  const TensorView* q = nullptr;
+  const TensorView* scales = nullptr;
+  const TensorView* tensor_scale = nullptr;  // may be absent
+};
+
+// What both directions plan alike: the tensors, the code format, the collapsed layout.
+struct Plan {
+  PlanTensors t;
   CodeFormat code = CodeFormat::e4m3;
-  const TensorView* tensors[4] = {};  // x, q, scales, tensor_scale (may be absent)
   int64_t group = 1;
-  ScaleRule rule = ScaleRule::fp8_f32;
   SliceLayout layout;
   int64_t num_launches = 0;  // 0 for empty tensors
 };
 
-struct DequantPlan {
-  DType out_dtype = DType::bf16;
-  CodeFormat code = CodeFormat::e4m3;
-  const TensorView* tensors[4] = {};  // q, scales, tensor_scale (may be absent), out
-  int64_t group = 1;
-  SliceLayout layout;
-  int64_t num_launches = 0;
+struct QuantPlan : Plan {
+  ScaleRule rule = ScaleRule::fp8_f32;
 };
+
+struct DequantPlan : Plan {};
 
 struct QuantLaunch {
   QuantParams params;
