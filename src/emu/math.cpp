@@ -1,6 +1,7 @@
 // expf / rsqrtf with the GPU's documented error (see emu.h): the correctly rounded value, moved
 // by a seeded, input-determined number of ulps in `gpu` mode.
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,17 +19,6 @@ constexpr uint64_t kSaltRsqrtf = 0x72737172ull;  // "rsqr"
 constexpr uint32_t kSignBit = 0x80000000u;
 constexpr uint32_t kMaxFiniteMagnitude = 0x7f7fffffu;  // FLT_MAX
 
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -37,7 +27,7 @@ uint64_t mix64(uint64_t z) {
 
 // k in [-max_ulps, max_ulps], uniform, fixed by (seed, salt, input bits).
 int ulp_offset(uint64_t seed, uint64_t salt, float x, int max_ulps) {
-  const uint64_t h = mix64(mix64(seed ^ (salt * 0x9e3779b97f4a7c15ull)) ^ bits_of(x));
+  const uint64_t h = mix64(mix64(seed ^ (salt * 0x9e3779b97f4a7c15ull)) ^ std::bit_cast<uint32_t>(x));
   const auto span = static_cast<uint64_t>(2 * max_ulps + 1);
   return static_cast<int>(h % span) - max_ulps;
 }
@@ -45,10 +35,10 @@ int ulp_offset(uint64_t seed, uint64_t salt, float x, int max_ulps) {
 // `r` (finite, nonzero) moved k representable floats away from zero (k < 0: towards it); the
 // magnitude stays within [smallest subnormal, FLT_MAX], so nothing crosses 0 or reaches Inf.
 float move_ulps(float r, int k) {
-  const uint32_t b = bits_of(r);
+  const uint32_t b = std::bit_cast<uint32_t>(r);
   const int64_t mag = static_cast<int64_t>(b & ~kSignBit) + k;
   const int64_t clamped = mag < 1 ? 1 : (mag > kMaxFiniteMagnitude ? kMaxFiniteMagnitude : mag);
-  return float_of((b & kSignBit) | static_cast<uint32_t>(clamped));
+  return std::bit_cast<float>((b & kSignBit) | static_cast<uint32_t>(clamped));
 }
 
 uint64_t current_seed() {

@@ -21,6 +21,17 @@ bool parse_int(const std::string& v, int lo, int hi, int* out) {
   return true;
 }
 
+// Every key: its name, the Tune field it sets, its largest value (the smallest is 1).
+struct Knob {
+  const char* key;
+  int Tune::*field;
+  int max;
+};
+constexpr Knob kKnobs[] = {
+    {"quant.max_chunks", &Tune::quant_max_chunks, kTuneMaxQuantChunks},
+    {"dequant.steps", &Tune::dequant_steps, kTuneMaxDequantSteps},
+};
+
 struct Parsed {
   Tune tune;
   std::string error;
@@ -47,18 +58,17 @@ bool parse_tune(const std::string& text, Tune* out, std::string* why) {
     const size_t eq = entry.find('=');
     const std::string key = trim(entry.substr(0, eq)), value = eq == std::string::npos ? "" : trim(entry.substr(eq + 1));
     if (key.empty() && value.empty()) continue;
-    if (key == "quant.max_chunks") {
-      if (!parse_int(value, 1, kTuneMaxQuantChunks, &out->quant_max_chunks)) {
-        *why = "quant.max_chunks: expected 1.." + std::to_string(kTuneMaxQuantChunks) + ", got '" + value + "'";
-        return false;
-      }
-    } else if (key == "dequant.steps") {
-      if (!parse_int(value, 1, kTuneMaxDequantSteps, &out->dequant_steps)) {
-        *why = "dequant.steps: expected 1.." + std::to_string(kTuneMaxDequantSteps) + ", got '" + value + "'";
-        return false;
-      }
-    } else {
-      *why = "unknown key '" + key + "' (known: quant.max_chunks, dequant.steps)";
+    const Knob* knob = nullptr;
+    for (const Knob& k : kKnobs)
+      if (key == k.key) knob = &k;
+    if (knob == nullptr) {
+      std::string known;
+      for (const Knob& k : kKnobs) known += (known.empty() ? "" : ", ") + std::string(k.key);
+      *why = "unknown key '" + key + "' (known: " + known + ")";
+      return false;
+    }
+    if (!parse_int(value, 1, knob->max, &(out->*(knob->field)))) {
+      *why = std::string(knob->key) + ": expected 1.." + std::to_string(knob->max) + ", got '" + value + "'";
       return false;
     }
   }
