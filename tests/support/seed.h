@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 
 // Declares `seed` and `rng` for the current test; a failure message carries the seed.
@@ -23,4 +24,11 @@
     EXPECT_EQ(s_.code(), ::tejas::StatusCode::invalid_argument) << s_.to_string();      \
     EXPECT_NE(s_.message().find(needle), std::string::npos)                              \
         << "message should name '" << (needle) << "': " << s_.message();                \
+  } while (0)
+
+// Skips the test, with the reason ("no GPU: ..."), unless a CUDA device is usable.
+#define TEJAS_REQUIRE_CUDA()                                                          \
+  do {                                                                                \
+    std::string why_;                                                                 \
+    if (!::tejas::check::cuda_available(&why_)) GTEST_SKIP() << "no GPU: " << why_;   \
   } while (0)

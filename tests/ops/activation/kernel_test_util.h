@@ -112,7 +112,4 @@ inline ExecContext ctx_of(Backend b) {
   return ctx;
 }
 
-// True (with the reason in `why`) when the cuda backend cannot run here.
-inline bool no_gpu(std::string* why) { return !check::cuda_available(why); }
-
 }  // namespace tejas::acttest

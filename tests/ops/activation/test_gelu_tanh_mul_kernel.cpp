@@ -58,8 +58,7 @@ TEST(GeluTanhMulKernel, NonFiniteAsReference) {
 }
 
 TEST(GeluTanhMulKernel, CudaMatchesReference) {
-  std::string why;
-  if (no_gpu(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
     for (const KCase& k : kKernelCases) run_gated_case_cuda(rng, dt, k, kGelu, Which::gelu, 3.0);

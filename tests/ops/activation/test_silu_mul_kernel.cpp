@@ -78,8 +78,7 @@ TEST(SiluMulKernel, NonFiniteAsReference) {
 }
 
 TEST(SiluMulKernel, CudaMatchesReference) {
-  std::string why;
-  if (no_gpu(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
     for (const KCase& k : kKernelCases) run_gated_case_cuda(rng, dt, k, silu_call({}), Which::silu, 3.0);

@@ -96,8 +96,7 @@ TEST_P(SiluMulQuantKernel, Clamped) {
 }
 
 TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   const Kind k = GetParam();
   for (DType dt : {DType::bf16, DType::f16})

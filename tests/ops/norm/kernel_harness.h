@@ -76,13 +76,6 @@ inline Status run_backend(Backend b, const std::vector<check::HostTensor*>& ts, 
   return Status::Ok();
 }
 
-// Skips the test (with the reason) unless a CUDA device is usable.
-#define TEJAS_REQUIRE_CUDA()                                          \
-  do {                                                                \
-    std::string why_;                                                 \
-    if (!::tejas::check::cuda_available(&why_)) GTEST_SKIP() << why_; \
-  } while (0)
-
 // A [T, H] tensor whose view starts `shift` elements into its storage (rows padded by
 // pad + shift), so a 2-byte shift misaligns every 16-byte vector. padding_intact() does not
 // apply to shifted views.

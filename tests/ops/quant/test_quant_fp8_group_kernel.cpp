@@ -303,8 +303,7 @@ TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
 }
 
 TEST(QuantFp8GroupKernel, CudaMatchesReference) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   for (DType sd : {DType::f32, DType::ue8m0}) {
     {

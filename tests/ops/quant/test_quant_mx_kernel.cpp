@@ -260,8 +260,7 @@ TEST(QuantMxKernel, BadTensorScaleRejectedBeforeAnyWrite) {
 }
 
 TEST(QuantMxKernel, CudaMatchesReference) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t M = 9, K = 7168;
   for (MxFormat f : kFormats) {

@@ -214,8 +214,7 @@ TEST(MropeKernel, EmulatorMatchesReference) {
 }
 
 TEST(MropeKernel, CudaMatchesReference) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   kernel_vs_reference(rng, Backend::cuda);
 }

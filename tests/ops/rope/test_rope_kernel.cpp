@@ -112,8 +112,7 @@ TEST(RopeKernel, EmulatorMatchesReference) {
 }
 
 TEST(RopeKernel, CudaMatchesReference) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   run_all(rng, Backend::cuda);
 }

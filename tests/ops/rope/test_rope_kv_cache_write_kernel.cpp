@@ -137,8 +137,7 @@ TEST(RopeKvCacheWriteKernel, EmulatorMatchesReference) {
 }
 
 TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
-  std::string why;
-  if (!check::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   run_all(rng, Backend::cuda);
 }
