@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "check/host_tensor.h"
+#include "support/op_snapshots.h"
+#include "support/seed.h"
 #include "ops/common/ref_numeric.h"
 #include "tejas/context.h"
 
@@ -72,5 +74,24 @@ struct Shape {
 };
 // T = 1, 3, 1023 (small F for the large T); F = 1, odd, 4104; padded token strides.
 inline constexpr Shape kShapes[] = {{1, 1, 0}, {3, 7, 0}, {1023, 3, 2}, {2, 4104, 0}, {3, 33, 5}};
+
+// For every dtype and kShapes entry: x with gates ~ N(0, gate_sd), `call(x, out)` (an op on the
+// reference backend) within one rounding of expected_gated(x, fn), x unchanged, out's padding and
+// guards intact.
+template <class Call>
+void expect_gated_reference(check::Rng& rng, double gate_sd, const Call& call, const GatedFn& fn) {
+  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " T=" << s.T << " F=" << s.F << " pad=" << s.pad);
+      check::HostTensor x(dt, {s.T, 2 * s.F}, s.pad), out(dt, {s.T, s.F}, s.pad);
+      fill_gate_up(x, rng, gate_sd);
+      const auto x_before = optest::bits_of(x);
+      TEJAS_ASSERT_OK(call(x, out));
+      EXPECT_TRUE(within_one_rounding(out, expected_gated(x, fn)));
+      EXPECT_TRUE(optest::unchanged(x, x_before)) << "x is an input";
+      EXPECT_TRUE(out.padding_intact() && out.guards_intact());
+    }
+  }
+}
 
 }  // namespace tejas::acttest

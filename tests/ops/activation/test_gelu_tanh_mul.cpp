@@ -30,18 +30,9 @@ Expected gelu_tanh_times(long double g, long double u) {
 
 TEST(GeluTanhMul, MatchesLongDoubleMath) {
   TEJAS_SEEDED_TEST_RNG();
-  for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
-    for (const Shape& s : kShapes) {
-      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " T=" << s.T << " F=" << s.F << " pad=" << s.pad);
-      HostTensor x(dt, {s.T, 2 * s.F}, s.pad), out(dt, {s.T, s.F}, s.pad);
-      fill_gate_up(x, rng, 3.0);
-      const auto x_before = optest::bits_of(x);
-      TEJAS_ASSERT_OK(gelu_tanh_mul(reference_ctx(), x, out));
-      EXPECT_TRUE(within_one_rounding(out, expected_gated(x, gelu_tanh_times)));
-      EXPECT_TRUE(optest::unchanged(x, x_before)) << "x is an input";
-      EXPECT_TRUE(out.padding_intact() && out.guards_intact());
-    }
-  }
+  expect_gated_reference(
+      rng, 3.0, [](const HostTensor& x, const HostTensor& out) { return gelu_tanh_mul(reference_ctx(), x, out); },
+      gelu_tanh_times);
 }
 
 // Moderately negative gates give tiny but representable f32 results; the reference must not
