@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "bench/device_arena.h"
 #include "bench/floors.h"
 #include "bench/workloads.h"
+#include "tejas/context.h"
 
 namespace tejas::bench {
 
@@ -71,6 +73,21 @@ void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_copy_rows(std::vector<Workload>& out);
 // The 8192^3 GEMMs whose throughput is the compute ceiling (roofline).
 Workload peak_gemm(bool fp8);
+
+// ---- helpers for the suite builders (suites_*.cpp) ----
+// The context every benchmark launch runs with: the cuda backend, the legacy stream.
+inline ExecContext cuda_ctx() {
+  ExecContext c;
+  c.backend = Backend::cuda;
+  return c;
+}
+// Shape and name strings: the arguments streamed one after another.
+template <class... A>
+std::string cat(const A&... a) {
+  std::ostringstream os;
+  (os << ... << a);
+  return os.str();
+}
 
 // Largest working set a benchmark row may allocate; larger decode rows are listed with their
 // floors but not run.

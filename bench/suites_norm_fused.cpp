@@ -15,12 +15,6 @@ constexpr double kFusedQuantFlops = 5 + 3;
 
 constexpr const char* kUnfusedBaseline = "unfused: fused_add_rms_norm (bf16 out) + quant_fp8_group";
 
-ExecContext cuda_ctx() {
-  ExecContext c;
-  c.backend = Backend::cuda;
-  return c;
-}
-
 // The same work as two Tejas ops: the residual norm writes bf16, which the group quantization
 // reads back (the round trip through HBM the fusion removes).
 Status prepare_unfused(int64_t T, int64_t H, DeviceArena& a, std::function<Status()>* launch) {

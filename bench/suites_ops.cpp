@@ -14,19 +14,6 @@ constexpr int64_t kQuantGroup = 128;  // DeepSeek-V3 activations: 1 x 128 groups
 constexpr int64_t kRopeMaxPos = 16384;
 constexpr double kStaticScale = 1.0;
 
-ExecContext cuda_ctx() {
-  ExecContext c;
-  c.backend = Backend::cuda;
-  return c;
-}
-
-template <class... A>
-std::string cat(const A&... a) {
-  std::ostringstream os;
-  (os << ... << a);
-  return os.str();
-}
-
 Workload row(const char* suite, const char* op, const ModelShape& m, std::string shape, Cost cost) {
   Workload w;
   w.suite = suite;

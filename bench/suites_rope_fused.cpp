@@ -23,19 +23,6 @@ constexpr double kRopeFlopsPerRotatedElem = 3.0;         // floors.h convention
 constexpr double kFp8QuantFlopsPerElem = 1.0;            // one division per cached element
 constexpr double kFp8Scale = 0.05;
 
-template <class... A>
-std::string cat(const A&... a) {
-  std::ostringstream os;
-  (os << ... << a);
-  return os.str();
-}
-
-ExecContext cuda_ctx() {
-  ExecContext c;
-  c.backend = Backend::cuda;
-  return c;
-}
-
 Workload row(const char* op, const ModelShape& m, std::string shape, Cost cost) {
   Workload w;
   w.suite = "rope";
