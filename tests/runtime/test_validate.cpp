@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "runtime/validate.h"
@@ -91,4 +92,23 @@ TEST(HostTensor, CopyOwnsItsStorage) {
   a = b;
   EXPECT_EQ(a.get({1, 2}), 7.0);
   EXPECT_NE(a.view().data, b.view().data);
+}
+
+// Kernels pick vector widths from addresses, and tests count sectors: a payload placed wherever
+// the heap put it made both depend on the allocator. Every payload starts on 256 bytes (as
+// cudaMalloc's does), copies and moves included, and padding bytes survive a copy.
+TEST(HostTensor, PayloadStartsOn256Bytes) {
+  std::vector<tejas::check::HostTensor> ts;
+  for (int64_t n = 1; n <= 40; n += 3) ts.emplace_back(DType::bf16, std::vector<int64_t>{n}, n % 2);
+  for (const auto& t : ts) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.view().data) % 256, 0u);
+    EXPECT_TRUE(t.guards_intact());
+    tejas::check::HostTensor c = t;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(c.view().data) % 256, 0u);
+    EXPECT_TRUE(c.guards_intact());
+    EXPECT_TRUE(c.padding_intact());
+    tejas::check::HostTensor m = std::move(c);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.view().data) % 256, 0u);
+    EXPECT_TRUE(m.guards_intact());
+  }
 }

@@ -14,6 +14,7 @@ namespace tejas::check {
 namespace {
 constexpr int64_t kGuard = 64;
 constexpr uint8_t kGuardByte = 0xA5;
+constexpr int64_t kPayloadAlign = 256;  // cudaMalloc's guarantee
 
 void unflatten(const std::vector<int64_t>& shape, int64_t flat, int64_t* idx) {
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
@@ -37,32 +38,41 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pa
     s *= extent;
   }
   payload_bytes_ = dtype_bytes(dtype, s);
-  storage_.assign(static_cast<size_t>(payload_bytes_ + 2 * kGuard), kGuardByte);
-  view_.data = storage_.data() + kGuard;
+  allocate();
   poison();
 }
 
-HostTensor::HostTensor(const HostTensor& other)
-    : shape_(other.shape_), storage_(other.storage_), payload_bytes_(other.payload_bytes_), view_(other.view_) {
-  if (other.view_.data) view_.data = storage_.data() + kGuard;
+void HostTensor::allocate() {
+  storage_.assign(static_cast<size_t>(kPayloadAlign + kGuard + payload_bytes_ + kGuard), kGuardByte);
+  const auto first = reinterpret_cast<uintptr_t>(storage_.data()) + kGuard;
+  offset_ = kGuard + static_cast<int64_t>((kPayloadAlign - first % kPayloadAlign) % kPayloadAlign);
+  view_.data = payload();
 }
 
+// A copy gets its own aligned storage: guards and payload bytes (padding too) carried over.
+HostTensor::HostTensor(const HostTensor& other) { *this = other; }
+
 HostTensor& HostTensor::operator=(const HostTensor& other) {
-  if (this != &other) {
-    shape_ = other.shape_;
-    storage_ = other.storage_;
-    payload_bytes_ = other.payload_bytes_;
-    view_ = other.view_;
-    if (other.view_.data) view_.data = storage_.data() + kGuard;
+  if (this == &other) return *this;
+  shape_ = other.shape_;
+  payload_bytes_ = other.payload_bytes_;
+  view_ = other.view_;
+  if (!other.view_.data) {
+    storage_.clear();
+    offset_ = 0;
+    return *this;
   }
+  allocate();
+  std::memcpy(payload() - kGuard, other.payload() - kGuard, static_cast<size_t>(payload_bytes_ + 2 * kGuard));
   return *this;
 }
 
-void HostTensor::poison() { std::memset(storage_.data() + kGuard, 0xFF, static_cast<size_t>(payload_bytes_)); }
+void HostTensor::poison() { std::memset(payload(), 0xFF, static_cast<size_t>(payload_bytes_)); }
 
 bool HostTensor::guards_intact() const {
-  for (int64_t i = 0; i < kGuard; ++i)
-    if (storage_[i] != kGuardByte || storage_[kGuard + payload_bytes_ + i] != kGuardByte) return false;
+  const uint8_t* p = payload();
+  for (int64_t i = 1; i <= kGuard; ++i)
+    if (p[-i] != kGuardByte || p[payload_bytes_ + i - 1] != kGuardByte) return false;
   return true;
 }
 
@@ -79,7 +89,7 @@ bool HostTensor::padding_intact() const {
     const int64_t nib0 = off * bits / 4, nibs = bits / 4;
     for (int64_t k = 0; k < nibs; ++k) used[static_cast<size_t>(nib0 + k)] = 1;
   }
-  const uint8_t* p = storage_.data() + kGuard;
+  const uint8_t* p = payload();
   for (int64_t b = 0; b < payload_bytes_; ++b) {
     if (!used[2 * b] && (p[b] & 0x0F) != 0x0F) return false;
     if (!used[2 * b + 1] && (p[b] & 0xF0) != 0xF0) return false;

@@ -11,7 +11,9 @@
 namespace tejas::check {
 
 // Owning host tensor. Storage is filled with 0xFF (poison: NaN in every float format) at
-// construction, and guard bytes around it are checked by `guards_intact()`.
+// construction, and guard bytes around it are checked by `guards_intact()`. The payload starts
+// on a 256-byte boundary, like a cudaMalloc'd buffer, so vector widths and the emulator's sector
+// counts never depend on where the heap happened to put it (views move off it explicitly).
 class HostTensor {
  public:
   HostTensor() = default;
@@ -46,8 +48,12 @@ class HostTensor {
 
  private:
   std::vector<int64_t> shape_;
-  std::vector<uint8_t> storage_;  // kGuard + payload + kGuard
+  std::vector<uint8_t> storage_;  // slack + kGuard + payload + kGuard
   int64_t payload_bytes_ = 0;
+  int64_t offset_ = 0;  // payload start in storage_: 256-byte aligned address
+  void allocate();      // sizes storage_ for payload_bytes_, sets offset_, fills guards
+  uint8_t* payload() { return storage_.data() + offset_; }
+  const uint8_t* payload() const { return storage_.data() + offset_; }
   TensorView view_;
 };
 
