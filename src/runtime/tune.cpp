@@ -21,16 +21,19 @@ bool parse_int(const std::string& v, int lo, int hi, int* out) {
   return true;
 }
 
-// Every key: its name, the Tune field it sets, its largest value (the smallest is 1).
+// Every key: its name, the Tune field it sets, its smallest and largest value.
 struct Knob {
   const char* key;
   int Tune::*field;
-  int max;
+  int min, max;
 };
 constexpr Knob kKnobs[] = {
-    {"quant.max_chunks", &Tune::quant_max_chunks, kTuneMaxQuantChunks},
-    {"dequant.steps", &Tune::dequant_steps, kTuneMaxDequantSteps},
+    {"quant.max_chunks", &Tune::quant_max_chunks, 1, kTuneMaxQuantChunks},
+    {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
+    {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
 };
+
+const Tune* g_override = nullptr;
 
 struct Parsed {
   Tune tune;
@@ -67,8 +70,9 @@ bool parse_tune(const std::string& text, Tune* out, std::string* why) {
       *why = "unknown key '" + key + "' (known: " + known + ")";
       return false;
     }
-    if (!parse_int(value, 1, knob->max, &(out->*(knob->field)))) {
-      *why = std::string(knob->key) + ": expected 1.." + std::to_string(knob->max) + ", got '" + value + "'";
+    if (!parse_int(value, knob->min, knob->max, &(out->*(knob->field)))) {
+      *why = std::string(knob->key) + ": expected " + std::to_string(knob->min) + ".." + std::to_string(knob->max) +
+             ", got '" + value + "'";
       return false;
     }
   }
@@ -83,7 +87,10 @@ const std::string& tune_text() {
   return text;
 }
 
-const Tune& tune() { return parsed().tune; }
+const Tune& tune() { return g_override != nullptr ? *g_override : parsed().tune; }
+
+ScopedTuneOverride::ScopedTuneOverride(const Tune& t) : tune_(t), previous_(g_override) { g_override = &tune_; }
+ScopedTuneOverride::~ScopedTuneOverride() { g_override = previous_; }
 const std::string& tune_error() { return parsed().error; }
 
 }  // namespace tejas::detail

@@ -6,6 +6,8 @@
 //                          (default 4; 1 = one chunk per lane, the widest lane split)
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
+//   rope.early_loads=0..1  rope family: the first head's q/k loads go before the position wait
+//                          (default 1; 0 = after the cos/sin loads)
 #pragma once
 #include <string>
 
@@ -18,6 +20,7 @@ inline constexpr int kTuneMaxDequantSteps = 2;
 struct Tune {
   int quant_max_chunks = 4;
   int dequant_steps = 2;
+  int rope_early_loads = 1;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries
@@ -31,5 +34,19 @@ const Tune& tune();
 const std::string& tune_error();
 // TEJAS_TUNE as given ("" when unset), for reports.
 const std::string& tune_text();
+
+// Tests: tune() returns `t` while this lives (one at a time, not thread safe), so both sides of
+// a variant run in the same process.
+class ScopedTuneOverride {
+ public:
+  explicit ScopedTuneOverride(const Tune& t);
+  ~ScopedTuneOverride();
+  ScopedTuneOverride(const ScopedTuneOverride&) = delete;
+  ScopedTuneOverride& operator=(const ScopedTuneOverride&) = delete;
+
+ private:
+  Tune tune_;
+  const Tune* previous_;
+};
 
 }  // namespace tejas::detail

@@ -45,3 +45,38 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
     EXPECT_EQ(u.quant_max_chunks, 4) << bad;
   }
 }
+
+// rope.early_loads is the one knob whose smallest value is 0 (off).
+TEST(Tune, RopeEarlyLoadsIsZeroOrOne) {
+  Tune t;
+  std::string why;
+  EXPECT_EQ(t.rope_early_loads, 1);
+  EXPECT_TRUE(parse_tune("rope.early_loads=0", &t, &why)) << why;
+  EXPECT_EQ(t.rope_early_loads, 0);
+  EXPECT_TRUE(parse_tune("rope.early_loads=1", &t, &why)) << why;
+  EXPECT_EQ(t.rope_early_loads, 1);
+  EXPECT_FALSE(parse_tune("rope.early_loads=2", &t, &why));
+  EXPECT_NE(why.find("rope.early_loads: expected 0..1, got '2'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_tune("quant.max_chunks=0", &t, &why));  // the others still start at 1
+  EXPECT_NE(why.find("quant.max_chunks: expected 1..4"), std::string::npos) << why;
+}
+
+TEST(Tune, ScopedOverrideRestoresThePrevious) {
+  const Tune before = tejas::detail::tune();
+  {
+    Tune a;
+    a.rope_early_loads = 0;
+    const tejas::detail::ScopedTuneOverride outer(a);
+    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
+    {
+      Tune b;
+      b.quant_max_chunks = 1;
+      const tejas::detail::ScopedTuneOverride inner(b);
+      EXPECT_EQ(tejas::detail::tune().quant_max_chunks, 1);
+      EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
+    }
+    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
+  }
+  EXPECT_EQ(tejas::detail::tune().rope_early_loads, before.rope_early_loads);
+  EXPECT_EQ(tejas::detail::tune().quant_max_chunks, before.quant_max_chunks);
+}
