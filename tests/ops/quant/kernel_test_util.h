@@ -13,6 +13,7 @@
 #include "check/host_tensor.h"
 #include "ops/common/emu_launch.h"
 #include "ops/common/ref_numeric.h"
+#include "runtime/tune.h"
 #include "tejas/context.h"
 
 namespace tejas::quanttest {
@@ -135,6 +136,25 @@ inline const emu::Counters& last_counters() {
   const auto& reps = detail::last_emulator_reports();
   EXPECT_EQ(reps.size(), 1u);
   return reps.back().counters;
+}
+
+// The other sides of the GPU A/Bs (TEJAS_TUNE, src/runtime/tune.h): the default is picked by
+// timing, so every variant must match the reference too. Runs `quant()` under each
+// quant.max_chunks below the default and `dequant()` under dequant.steps=1.
+template <class Quant, class Dequant>
+void run_tuned_variants(Quant quant, Dequant dequant) {
+  for (int chunks = 1; chunks < detail::kTuneMaxQuantChunks; ++chunks) {
+    SCOPED_TRACE(testing::Message() << "quant.max_chunks=" << chunks);
+    detail::Tune t;
+    t.quant_max_chunks = chunks;
+    const detail::ScopedTuneOverride variant(t);
+    quant();
+  }
+  SCOPED_TRACE("dequant.steps=1");
+  detail::Tune t;
+  t.dequant_steps = 1;
+  const detail::ScopedTuneOverride variant(t);
+  dequant();
 }
 
 }  // namespace tejas::quanttest

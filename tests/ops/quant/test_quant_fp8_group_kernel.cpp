@@ -81,8 +81,9 @@ TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
   run_random({DType::bf16, DType::ue8m0, {2, 3, 256}}, rng);
 }
 
-TEST(QuantFp8GroupKernel, OtherGroupSizes) {
-  TEJAS_SEEDED_TEST_RNG();
+namespace {
+// Every group-size path; also run under each TEJAS_TUNE variant (TunedVariantsMatchReference).
+void other_group_sizes(check::Rng& rng) {
   // 1 and 3: generic path (no 16-byte split); 16 .. 1024: vectorized with 2 .. 32 lanes and up
   // to 4 chunks; 192: 8 lanes x 3 chunks; 2048: too large for registers (generic).
   for (int group : {1, 3, 16, 64, 192, 256, 1024, 2048}) {
@@ -90,6 +91,12 @@ TEST(QuantFp8GroupKernel, OtherGroupSizes) {
     run_random({DType::bf16, group % 2 ? DType::f32 : DType::ue8m0, {3, K}, group}, rng);
     run_random({DType::f32, DType::f32, {2, K}, group}, rng);
   }
+}
+}  // namespace
+
+TEST(QuantFp8GroupKernel, OtherGroupSizes) {
+  TEJAS_SEEDED_TEST_RNG();
+  other_group_sizes(rng);
 }
 
 TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
@@ -243,8 +250,8 @@ void run_dequant(const DequantCase& c, check::Rng& rng) {
 
 }  // namespace
 
-TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
-  TEJAS_SEEDED_TEST_RNG();
+namespace {
+void dequant_random_shapes(check::Rng& rng) {
   for (DType sd : {DType::f32, DType::ue8m0}) {
     for (DType od : {DType::bf16, DType::f16, DType::f32}) {
       run_dequant({sd, od, {1, 128}}, rng);
@@ -257,6 +264,17 @@ TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
   run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
   run_dequant({DType::f32, DType::f16, {4, 256}, kGroup, 3, 2, 0}, rng);
   run_dequant({DType::f32, DType::bf16, {4, 256}, kGroup, 0, 0, 3}, rng);
+}
+}  // namespace
+
+TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  dequant_random_shapes(rng);
+}
+
+TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
+  TEJAS_SEEDED_TEST_RNG();
+  run_tuned_variants([&] { other_group_sizes(rng); }, [&] { dequant_random_shapes(rng); });
 }
 
 // Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps

@@ -80,8 +80,8 @@ constexpr MxFormat kFormats[] = {MxFormat::mxfp8, MxFormat::mxfp4, MxFormat::nvf
 
 }  // namespace
 
-TEST(QuantMxKernel, RandomShapesMatchReference) {
-  TEJAS_SEEDED_TEST_RNG();
+namespace {
+void quant_random_shapes(check::Rng& rng) {
   for (MxFormat f : kFormats) {
     for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
       run_random({f, xd, {1, 32}}, rng);
@@ -91,6 +91,12 @@ TEST(QuantMxKernel, RandomShapesMatchReference) {
     run_random({f, DType::bf16, {1, 16384}}, rng);
     run_random({f, DType::bf16, {2, 3, 64}}, rng);
   }
+}
+}  // namespace
+
+TEST(QuantMxKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  quant_random_shapes(rng);
 }
 
 TEST(QuantMxKernel, StridedAndMisalignedViews) {
@@ -217,8 +223,8 @@ void run_dequant(MxFormat f, DType od, std::vector<int64_t> shape, check::Rng& r
 
 }  // namespace
 
-TEST(DequantMxKernel, RandomShapesMatchReference) {
-  TEJAS_SEEDED_TEST_RNG();
+namespace {
+void dequant_random_shapes(check::Rng& rng) {
   for (MxFormat f : kFormats) {
     for (DType od : {DType::bf16, DType::f16, DType::f32}) {
       run_dequant(f, od, {1, 32}, rng);
@@ -230,6 +236,17 @@ TEST(DequantMxKernel, RandomShapesMatchReference) {
     run_dequant(f, DType::f32, {4, 128}, rng, 2);
     run_dequant(f, DType::bf16, {4, 128}, rng, 0, 2);
   }
+}
+}  // namespace
+
+TEST(DequantMxKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  dequant_random_shapes(rng);
+}
+
+TEST(QuantMxKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
+  TEJAS_SEEDED_TEST_RNG();
+  run_tuned_variants([&] { quant_random_shapes(rng); }, [&] { dequant_random_shapes(rng); });
 }
 
 TEST(DequantMxKernel, CountersAtTheIdeal) {
