@@ -5,7 +5,7 @@
 // Shapes: positions [T] (i32 or i64); q [T, Hq, D]; k [T, Hk, D] (may be absent);
 //         cos_sin_cache [max_pos, rotary_dim]: row p holds cos(p * f_i) for i < rotary_dim/2,
 //         then sin(p * f_i) for the same i (the layout vLLM and FlashInfer use).
-//         T >= 1, Hq >= 1, Hk >= 1, max_pos >= 1.
+//         T >= 1, Hq >= 1, Hk >= 1, Hq + Hk <= 2^24, max_pos >= 1.
 // rotary_dim = cos_sin_cache.shape[1]: even, >= 2, <= D. Dimensions >= rotary_dim are left
 // unchanged, bit for bit (partial rotary), and are neither read nor written by the kernels.
 // Styles, for pair i in [0, rotary_dim/2), with c = cache[p, i], s = cache[p, rotary_dim/2 + i]:

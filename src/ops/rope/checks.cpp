@@ -23,6 +23,9 @@ void check_qk_cache(detail::Validator& v, int64_t T, const TensorView& positions
   v.dim_eq(q, "q", 0, T, "positions' T").dim_min(q, "q", 1, 1);
   v.dim_eq(k, "k", 0, T, "positions' T").dim_min(k, "k", 1, 1).dim_eq(k, "k", 2, D, "q's head dim");
   v.dim_min(cache, kCacheName, 0, 1);
+  const int64_t heads = q.shape[1] + (k.defined() ? k.shape[1] : 0);
+  v.require(heads <= kMaxHeads, "q, k: expected at most " + std::to_string(kMaxHeads) +
+                                    " heads in all (q's dim 1 plus k's), got " + std::to_string(heads));
   const int64_t rotary_dim = cache.shape[1];
   v.require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= D,
             std::string(kCacheName) + ": expected an even rotary_dim (dim 1) in [2, " + std::to_string(D) +

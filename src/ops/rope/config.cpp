@@ -67,6 +67,7 @@ RopeConfig choose_config(const RopeProblem& p) {
   c.tokens_per_block = (whole * group) % kWarpSize == 0 ? whole : tpb;
   c.threads = group * c.tokens_per_block;
   c.blocks = (p.T + c.tokens_per_block - 1) / c.tokens_per_block;
+  c.early_loads = p.early_loads;
   return c;
 }
 
@@ -76,7 +77,8 @@ std::string to_string(const RopeProblem& p) {
      << " sections=" << p.sections[0] << "/" << p.sections[1] << "/" << p.sections[2]
      << (p.interleaved ? " gptj" : " neox") << " elem=" << p.elem_bytes << "B cos=" << p.cos_elem_bytes
      << "B kv_cache=" << p.kv_cache_elem_bytes << "B align qk/cos/v/cache="
-     << p.qk_align << "/" << p.cos_align << "/" << p.v_align << "/" << p.kv_cache_align;
+     << p.qk_align << "/" << p.cos_align << "/" << p.v_align << "/" << p.kv_cache_align
+     << " early_loads=" << p.early_loads;
   return os.str();
 }
 
@@ -84,7 +86,8 @@ std::string to_string(const RopeConfig& c) {
   std::ostringstream os;
   os << "vec=" << c.vec << " pairs=" << c.pairs << " rot_cols=" << c.rot_cols << " pass_cols=" << c.pass_cols
      << " col_threads=" << c.col_threads << " head_lanes=" << c.head_lanes
-     << " tokens_per_block=" << c.tokens_per_block << " threads=" << c.threads << " blocks=" << c.blocks;
+     << " tokens_per_block=" << c.tokens_per_block << " threads=" << c.threads << " blocks=" << c.blocks
+     << " early_loads=" << c.early_loads;
   return os.str();
 }
 

@@ -20,6 +20,8 @@ inline constexpr int kMaxGroupThreads = 512;  // threads per token; also the blo
 inline constexpr int kTargetBlockThreads = 256;
 inline constexpr int kWarpSize = 32;
 inline constexpr int kNumSections = 3;        // mrope position rows
+// Heads of q and k together: kernels count heads in 32-bit ints (validated, checks.cpp).
+inline constexpr int64_t kMaxHeads = int64_t{1} << 24;
 
 struct RopeProblem {
   int elem_bytes = 2;           // q, k, v: 2 (bf16 / f16) or 4 (f32)
@@ -32,6 +34,7 @@ struct RopeProblem {
   // (detail::access_alignment). Unused ones (k absent, no cache) may stay at 16.
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
+  bool early_loads = true;      // TEJAS_TUNE rope.early_loads (src/runtime/tune.h)
 };
 
 struct RopeConfig {
@@ -44,6 +47,7 @@ struct RopeConfig {
   int tokens_per_block = 1;
   int threads = 1;      // per block: col_threads * head_lanes * tokens_per_block
   int64_t blocks = 1;   // ceil(T / tokens_per_block)
+  bool early_loads = true;  // a thread's first head loads go before the position wait (kernel.cuh)
 };
 
 // The vector widths kernels are instantiated for, widest first, in elements of `elem_bytes`:

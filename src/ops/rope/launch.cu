@@ -10,7 +10,7 @@
 namespace tejas::rotary {
 
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l) {
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec);
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.early_loads);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec));
   maybe_print_config(op, l.problem, l.config);

@@ -7,7 +7,7 @@ namespace tejas::rotary {
 
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l) {
   detail::begin_emulator_call();
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec);
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.early_loads);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec));
   maybe_print_config(op, l.problem, l.config);

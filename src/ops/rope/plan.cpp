@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/alignment.h"
+#include "runtime/tune.h"
 #include "runtime/validate.h"
 
 namespace tejas::rotary {
@@ -42,6 +43,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   pr.v_align = access_alignment(a.v, kMaxAccessBytes);
   pr.kv_cache_align = std::min(access_alignment(a.cache.k_cache, kMaxAccessBytes),
                                access_alignment(a.cache.v_cache, kMaxAccessBytes));
+  pr.early_loads = detail::tune().rope_early_loads != 0;
   l.config = choose_config(pr);
   const RopeConfig& c = l.config;
 

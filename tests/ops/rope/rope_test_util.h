@@ -7,6 +7,7 @@
 
 #include "check/host_tensor.h"
 #include "ops/common/ref_numeric.h"
+#include "runtime/tune.h"
 #include "tejas/context.h"
 
 namespace tejas::ropetest {
@@ -32,6 +33,13 @@ inline ExecContext backend_ctx(Backend b) {
   return ctx;
 }
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
+
+// The tune of the rope.early_loads=0 variant (head loads after the position and cos/sin loads).
+inline detail::Tune late_loads() {
+  detail::Tune t;
+  t.rope_early_loads = 0;
+  return t;
+}
 
 // Kernel results against the reference (which rounds the float64 rotation once):
 // the kernels compute a*c - b*s in f32 with one fused multiply-add after one rounded product,

@@ -13,6 +13,7 @@
 #include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
+#include "runtime/tune.h"
 #include "tejas/rope.h"
 
 using namespace tejas;
@@ -217,6 +218,13 @@ TEST(MropeKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   kernel_vs_reference(rng, Backend::cuda);
+}
+
+TEST(MropeKernel, LateLoadsVariantMatchesReference) {  // rope.early_loads=0 (see test_rope_kernel.cpp)
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  kernel_vs_reference(rng, Backend::emulator);
+  if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
 }
 
 // Qwen2-VL shape, one token: the three position rows each feed their own cache row.

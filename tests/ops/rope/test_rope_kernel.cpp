@@ -9,9 +9,11 @@
 
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
+#include "ops/rope/plan.h"
 #include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
+#include "runtime/tune.h"
 #include "tejas/rope.h"
 
 using namespace tejas;
@@ -115,6 +117,29 @@ TEST(RopeKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   run_all(rng, Backend::cuda);
+}
+
+// The other side of the rope.early_loads A/B (head loads after the position and cos/sin): the
+// GPU picks the default by timing both, so both must be right.
+TEST(RopeKernel, LateLoadsVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  run_all(rng, Backend::emulator);
+  if (!check::cuda_available()) return;
+  run_all(rng, Backend::cuda);
+}
+
+// TEJAS_TUNE's rope.early_loads reaches the launch (default on).
+TEST(RopeKernel, EarlyLoadsFollowTheTune) {
+  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64});
+  const HostTensor cache = make_cache(4, 64, DType::f32);
+  rotary::RopeArgs args;
+  args.positions = pos;
+  args.q = q;
+  args.cos_sin = cache;
+  EXPECT_TRUE(rotary::plan_launch(args).config.early_loads);
+  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  EXPECT_FALSE(rotary::plan_launch(args).config.early_loads);
 }
 
 // Views starting 2 and 4 bytes into a buffer (bf16): the one-element and 4-byte paths.

@@ -15,6 +15,7 @@
 #include "support/op_snapshots.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "support/seed.h"
+#include "runtime/tune.h"
 
 using namespace tejas;
 using check::HostTensor;
@@ -140,6 +141,13 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   run_all(rng, Backend::cuda);
+}
+
+TEST(RopeKvCacheWriteKernel, LateLoadsVariantMatchesReference) {  // rope.early_loads=0
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  run_all(rng, Backend::emulator);
+  if (check::cuda_available()) run_all(rng, Backend::cuda);
 }
 
 // Llama-3-8B-like heads, 4 tokens, one skipped: only the compulsory bytes move - q and k rotary

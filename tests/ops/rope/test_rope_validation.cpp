@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/rope/config.h"
 #include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
@@ -75,6 +76,8 @@ const std::vector<Rule>& rules() {
       {"QNoHeads", [](Args& a, Buffers&) { a.q.shape[1] = 0; }, "q: expected dim 1 >= 1"},
       {"KTokens", [](Args& a, Buffers&) { a.k.shape[0] = T - 1; }, "k: expected dim 0 = 4"},
       {"KNoHeads", [](Args& a, Buffers&) { a.k.shape[1] = 0; }, "k: expected dim 1 >= 1"},
+      {"TooManyHeads", [](Args& a, Buffers&) { a.q.shape[1] = rotary::kMaxHeads; },
+       "q, k: expected at most 16777216 heads in all (q's dim 1 plus k's), got 16777217"},
       {"KHeadDim", [](Args& a, Buffers&) { a.k.shape[2] = D - 2; }, "k: expected dim 2 = 16"},
       {"CacheNoRows", [](Args& a, Buffers&) { a.cache.shape[0] = 0; }, "cos_sin_cache: expected dim 0 >= 1"},
       {"RotaryDimOdd", [](Args& a, Buffers&) { a.cache.shape[1] = 7; }, "cos_sin_cache: expected an even rotary_dim"},
