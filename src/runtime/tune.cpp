@@ -29,6 +29,7 @@ struct Knob {
 };
 constexpr Knob kKnobs[] = {
     {"quant.max_chunks", &Tune::quant_max_chunks, 1, kTuneMaxQuantChunks},
+    {"quant.max_steps", &Tune::quant_max_steps, 1, kTuneMaxQuantChunks},
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
     {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
 };

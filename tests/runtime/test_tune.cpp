@@ -19,6 +19,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_TRUE(parse_tune("dequant.steps=1,quant.max_chunks=1", &t, &why)) << why;
   EXPECT_EQ(t.dequant_steps, 1);
   EXPECT_EQ(t.quant_max_chunks, 1);
+  EXPECT_EQ(t.quant_max_steps, 4);
+  EXPECT_TRUE(parse_tune("quant.max_steps=1", &t, &why)) << why;
+  EXPECT_EQ(t.quant_max_steps, 1);
+  EXPECT_FALSE(parse_tune("quant.max_steps=5", &t, &why));
+  EXPECT_NE(why.find("quant.max_steps: expected 1..4"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

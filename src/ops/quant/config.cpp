@@ -1,5 +1,6 @@
 #include "ops/quant/config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,8 +61,9 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.vec = vec;
       c.lanes_per_group = static_cast<int>(lanes);
       c.chunks = static_cast<int>(nvec / lanes);
+      c.steps = c.chunks == 1 ? std::clamp(p.max_steps, 1, kMaxChunks) : 1;
       c.groups_per_warp = kWarp / lanes;
-      c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * warps_per_block));
+      c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block));
       return c;
     }
   }
@@ -89,7 +91,8 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
 std::string QuantConfig::to_string() const {
   std::ostringstream os;
   if (vectorized) {
-    os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, ";
+    os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, " << steps
+       << " tiles/step, ";
   } else {
     os << "generic (warp per group, " << elems_per_lane << " elems per lane), ";
   }

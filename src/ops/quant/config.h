@@ -7,7 +7,9 @@
 // reduce its amax by xor shuffles, so a warp quantizes 32 / lanes_per_group groups at a time and
 // the group stays in registers between the amax and the codes. Chunk c of lane l covers elements
 // (c * lanes_per_group + l) * vec .. + vec of its group: each load instruction of the warp reads
-// whole 16-byte pieces of 32 / lanes_per_group groups.
+// whole 16-byte pieces of 32 / lanes_per_group groups. With one chunk per lane, a warp step covers
+// `steps` consecutive tiles of 32 / lanes_per_group groups (loads of all of them first), so a lane
+// still has up to kMaxChunks x 16 bytes in flight when groups are small (MX 32, NVFP4 16).
 // Generic path (groups that do not split that way, too large for registers, or rows not 16-byte
 // aligned): a warp per group, one element (e4m3) or one byte of codes (e2m1, two elements) per
 // lane per step, amax in a first pass and codes in a second that re-reads the group (L1/L2).
@@ -40,6 +42,9 @@ struct QuantProblem {
   int q_align = kSectorBytes;
   // Most chunks one lane may hold per group (1..kMaxChunks; TEJAS_TUNE quant.max_chunks).
   int max_chunks = kMaxChunks;
+  // Most tiles per warp step when a lane holds one chunk (1..kMaxChunks; TEJAS_TUNE
+  // quant.max_steps).
+  int max_steps = kMaxChunks;
 };
 
 struct QuantConfig {
@@ -47,6 +52,7 @@ struct QuantConfig {
   int vec = 1;               // elements per chunk (vectorized: 16 bytes of x)
   int lanes_per_group = 32;  // vectorized: power of two <= 32
   int chunks = 1;            // vectorized: 16-byte chunks per lane per group (<= kMaxChunks)
+  int steps = 1;             // vectorized: tiles per warp step; > 1 only with chunks 1 (chunks x steps <= kMaxChunks)
   int elems_per_lane = 1;    // generic: 1 (e4m3) or 2 (e2m1: one code byte)
   int threads = kThreads;
   int64_t groups_per_warp = 1;  // per step: 32 / lanes_per_group (vectorized) or 1

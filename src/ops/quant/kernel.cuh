@@ -160,6 +160,18 @@ TEJAS_QUANT_UNROLL
   }
 }
 
+// A group's (row, index in the row); advancing by n < 2^31 groups divides only on a row wrap.
+struct GroupAt {
+  int64_t row, gi;
+  __device__ __forceinline__ void advance(int64_t n, int64_t per_row) {
+    gi += n;
+    if (gi >= per_row) {
+      row += gi / per_row;
+      gi %= per_row;
+    }
+  }
+};
+
 // ---- quantization, vectorized: a group in registers across lanes_per_group lanes ---------------
 template <class X, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
@@ -176,54 +188,71 @@ __global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
   const int64_t num_warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
   const float ts = load_tensor_scale(p.tensor_scale);
   const float inv_6ts = inverse_6ts(ts);
+  // A tile: the groups_per_warp groups the warp quantizes at once. A warp step covers p.steps
+  // consecutive tiles (steps > 1 only with one chunk per lane), all their loads issued first.
+  const int64_t step_groups = groups_per_warp * p.steps;
   // Uniform per warp: every lane takes part in the shuffles, idle segments with amax 0.
-  for (int64_t base = warp * groups_per_warp; base < total; base += num_warps * groups_per_warp) {
-    const int64_t g = base + seg;
-    const bool active = g < total;
-    const int64_t row = active ? g / groups_per_row : 0, gi = active ? g % groups_per_row : 0;
-    const S* xg = static_cast<const S*>(p.x) + row * p.x_row_stride + gi * p.group;
-    // The group's share of this lane, kept between amax and codes. NOTES: every load is issued
-    // before the first use (predicated, no branch between them), so a lane has chunks x 16 bytes
-    // in flight; with the loads inside the amax loop ptxas issued them one after another.
+  for (int64_t base = warp * step_groups; base < total; base += num_warps * step_groups) {
+    // Unit u of this lane: chunk u of group base + seg (steps 1), or the one chunk of group
+    // base + u * groups_per_warp + seg (steps > 1). NOTES: every load is issued before the
+    // first use (predicated, no branch between them), so a lane has chunks x steps x 16 bytes in
+    // flight; with the loads inside the amax loop ptxas issued them one after another.
+    const int64_t g0 = base + seg;
     uint4 raw[kMaxChunks];
+    GroupAt at{g0 / groups_per_row, g0 % groups_per_row};  // row >= rows: an idle segment
 TEJAS_QUANT_UNROLL
-    for (int c = 0; c < kMaxChunks; ++c) {
-      raw[c] = make_uint4(0u, 0u, 0u, 0u);
-      if (active && c < p.chunks) raw[c] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
-    }
-    float amax = 0.0f;
-    int nan = 0;
-TEJAS_QUANT_UNROLL
-    for (int c = 0; c < kMaxChunks; ++c) {
-      if (!active || c >= p.chunks) continue;
-      S e[kVec];
-      memcpy(e, &raw[c], sizeof(e));
-TEJAS_QUANT_UNROLL
-      for (int i = 0; i < kVec; ++i) {
-        const float v = load_finite<X>(e[i]);
-        nan |= is_nan(v);
-        amax = fmaxf(amax, fabsf(v));  // fmaxf skips NaN; `nan` records it
+    for (int u = 0; u < kMaxChunks; ++u) {
+      raw[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (p.steps > 1 && u > 0) at.advance(groups_per_warp, groups_per_row);
+      const int c = p.steps > 1 ? 0 : u;
+      if (u < p.chunks * p.steps && at.row < p.rows) {
+        const S* xg = static_cast<const S*>(p.x) + at.row * p.x_row_stride + at.gi * p.group;
+        raw[u] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
       }
     }
-    for (int off = L / 2; off > 0; off >>= 1) {
-      amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
-      nan |= __shfl_xor_sync(kFullMask, nan, off);
-    }
-    if (!active) continue;
-    const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
-    if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
-    uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+    at = GroupAt{g0 / groups_per_row, g0 % groups_per_row};
 TEJAS_QUANT_UNROLL
-    for (int c = 0; c < kMaxChunks; ++c) {
-      if (c >= p.chunks) continue;
-      S e[kVec];
-      memcpy(e, &raw[c], sizeof(e));
-      uint8_t codes[kVec];
+    for (int tile = 0; tile < kMaxChunks; ++tile) {
+      if (tile >= p.steps) break;
+      if (tile > 0) at.advance(groups_per_warp, groups_per_row);
+      const bool active = at.row < p.rows;
+      const int64_t row = at.row, gi = at.gi;
+      // This tile's chunks are raw[tile, tile + chunks) (one of the two is 0).
+      float amax = 0.0f;
+      int nan = 0;
 TEJAS_QUANT_UNROLL
-      for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
-      Bytes<kCodeBytes> packed;
-      pack_codes<F>(codes, packed.b);
-      ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
+      for (int c = 0; c + tile < kMaxChunks; ++c) {
+        if (!active || c >= p.chunks) continue;
+        S e[kVec];
+        memcpy(e, &raw[tile + c], sizeof(e));
+TEJAS_QUANT_UNROLL
+        for (int i = 0; i < kVec; ++i) {
+          const float v = load_finite<X>(e[i]);
+          nan |= is_nan(v);
+          amax = fmaxf(amax, fabsf(v));  // fmaxf skips NaN; `nan` records it
+        }
+      }
+      for (int off = L / 2; off > 0; off >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+        nan |= __shfl_xor_sync(kFullMask, nan, off);
+      }
+      if (active) {
+        const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
+        if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
+        uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+TEJAS_QUANT_UNROLL
+        for (int c = 0; c + tile < kMaxChunks; ++c) {
+          if (c >= p.chunks) continue;
+          S e[kVec];
+          memcpy(e, &raw[tile + c], sizeof(e));
+          uint8_t codes[kVec];
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
+          Bytes<kCodeBytes> packed;
+          pack_codes<F>(codes, packed.b);
+          ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
+        }
+      }
     }
   }
 }

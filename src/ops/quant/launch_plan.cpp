@@ -169,9 +169,11 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.x_align = rows_alignment(*plan.t.data, r.data, r.rows, r.K, r.data_stride, kSectorBytes);
   prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride, kSectorBytes);
   prob.max_chunks = detail::tune().quant_max_chunks;
+  prob.max_steps = detail::tune().quant_max_steps;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
+  p.steps = l.config.steps;
   return l;
 }
 

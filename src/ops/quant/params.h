@@ -27,6 +27,7 @@ struct QuantParams {
   ScaleRule rule = ScaleRule::fp8_f32;
   int lanes_per_group = 32;  // vectorized kernel: power of two <= 32
   int chunks = 1;            // vectorized kernel: <= kMaxChunks
+  int steps = 1;             // vectorized kernel: tiles per warp step (chunks x steps <= kMaxChunks)
 };
 
 struct DequantParams {

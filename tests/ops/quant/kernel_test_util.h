@@ -140,15 +140,18 @@ inline const emu::Counters& last_counters() {
 
 // The other sides of the GPU A/Bs (TEJAS_TUNE, src/runtime/tune.h): the default is picked by
 // timing, so every variant must match the reference too. Runs `quant()` under each
-// quant.max_chunks below the default and `dequant()` under dequant.steps=1.
+// quant.max_chunks and each quant.max_steps below the default and `dequant()` under
+// dequant.steps=1.
 template <class Quant, class Dequant>
 void run_tuned_variants(Quant quant, Dequant dequant) {
-  for (int chunks = 1; chunks < detail::kTuneMaxQuantChunks; ++chunks) {
-    SCOPED_TRACE(testing::Message() << "quant.max_chunks=" << chunks);
-    detail::Tune t;
-    t.quant_max_chunks = chunks;
-    const detail::ScopedTuneOverride variant(t);
-    quant();
+  for (int n = 1; n < detail::kTuneMaxQuantChunks; ++n) {
+    for (int knob = 0; knob < 2; ++knob) {
+      SCOPED_TRACE(testing::Message() << (knob == 0 ? "quant.max_chunks=" : "quant.max_steps=") << n);
+      detail::Tune t;
+      (knob == 0 ? t.quant_max_chunks : t.quant_max_steps) = n;
+      const detail::ScopedTuneOverride variant(t);
+      quant();
+    }
   }
   SCOPED_TRACE("dequant.steps=1");
   detail::Tune t;

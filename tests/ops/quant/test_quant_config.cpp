@@ -51,14 +51,15 @@ TEST(QuantConfig, VectorizedSplits) {
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(testing::Message() << w.x_bytes << "-byte x, " << w.code_bits << "-bit codes, group " << w.group);
-    const QuantConfig c = make_quant_config(quant_problem(w.x_bytes, w.code_bits, 10, w.group * 6, w.group));
+    const QuantConfig c = make_quant_config(quant_problem(w.x_bytes, w.code_bits, 100, w.group * 6, w.group));
     ASSERT_TRUE(c.vectorized) << c.to_string();
     EXPECT_EQ(c.vec, w.vec);
     EXPECT_EQ(c.lanes_per_group, w.lanes);
     EXPECT_EQ(c.chunks, w.chunks);
+    EXPECT_EQ(c.steps, w.chunks == 1 ? kMaxChunks : 1);  // one chunk per lane: 4 tiles per warp step
     EXPECT_EQ(c.groups_per_warp, kWarp / w.lanes);
-    const int64_t groups = 10 * 6;
-    const int64_t per_block = c.groups_per_warp * (c.threads / kWarp);
+    const int64_t groups = 100 * 6;
+    const int64_t per_block = c.groups_per_warp * c.steps * (c.threads / kWarp);
     EXPECT_EQ(c.grid, (groups + per_block - 1) / per_block);
   }
 }
@@ -112,6 +113,35 @@ TEST(QuantConfig, MaxChunksCapsTheSplit) {
   p = quant_problem(2, 8, 10, 6 * 192, 192);  // 24 chunks: 8 lanes x 3 even when capped at 1
   p.max_chunks = 1;
   EXPECT_EQ(make_quant_config(p).chunks, 3);
+}
+
+// With one chunk per lane (MX 32, NVFP4 16, small fp8 groups) a warp step loads up to
+// kMaxChunks tiles, so a lane keeps 4 x 16 bytes in flight as the 4-chunk splits do; TEJAS_TUNE
+// quant.max_steps caps it (1: one tile per step). Multi-chunk splits never take steps.
+TEST(QuantConfig, OneChunkSplitsTakeTilesPerStep) {
+  for (int m = 1; m <= kMaxChunks; ++m) {
+    SCOPED_TRACE(testing::Message() << "max_steps " << m);
+    QuantProblem p = quant_problem(2, 4, 1000, 2048, 16);  // nvfp4: 2 lanes x 1 chunk, 16 groups a tile
+    p.max_steps = m;
+    QuantConfig c = make_quant_config(p);
+    EXPECT_EQ(c.chunks, 1);
+    EXPECT_EQ(c.steps, m);
+    EXPECT_EQ(c.grid, (1000 * 128 + 16 * m * 8 - 1) / (16 * m * 8)) << c.to_string();
+    p = quant_problem(2, 8, 1000, 2048, 128);  // fp8 group 128: 4 lanes x 4 chunks, no steps
+    p.max_steps = m;
+    c = make_quant_config(p);
+    EXPECT_EQ(c.chunks, 4);
+    EXPECT_EQ(c.steps, 1);
+    p.max_chunks = 1;  // the widest split (16 lanes x 1 chunk) takes the steps again
+    c = make_quant_config(p);
+    EXPECT_EQ(c.chunks, 1);
+    EXPECT_EQ(c.steps, m);
+  }
+  QuantProblem p = quant_problem(2, 4, 10, 64, 16);
+  p.max_steps = 0;  // out of range (tune parsing never gives it): clamped, not trusted
+  EXPECT_EQ(make_quant_config(p).steps, 1);
+  p.max_steps = 9;
+  EXPECT_EQ(make_quant_config(p).steps, kMaxChunks);
 }
 
 TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {
