@@ -30,6 +30,7 @@ struct Knob {
 constexpr Knob kKnobs[] = {
     {"quant.max_chunks", &Tune::quant_max_chunks, 1, kTuneMaxQuantChunks},
     {"quant.max_steps", &Tune::quant_max_steps, 1, kTuneMaxQuantChunks},
+    {"quant.max_grid", &Tune::quant_max_grid, 0, 999},
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
     {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
 };

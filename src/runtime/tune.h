@@ -6,6 +6,8 @@
 //                          (default 4; 1 = one chunk per lane, the widest lane split)
 //   quant.max_steps=1..4   vectorized quant with one chunk per lane (MX, NVFP4, small groups):
 //                          most tiles of groups a warp loads at once (default 4; 1 = one)
+//   quant.max_grid=0..999  quant and dequant kernels (all paths): at most this many blocks, warps
+//                          loop over the rest (default 0 = no cap beyond 2^20)
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   rope.early_loads=0..1  rope family: the first head's q/k loads go before the position wait
@@ -22,6 +24,7 @@ inline constexpr int kTuneMaxDequantSteps = 2;
 struct Tune {
   int quant_max_chunks = 4;
   int quant_max_steps = 4;
+  int quant_max_grid = 0;
   int dequant_steps = 2;
   int rope_early_loads = 1;
 };

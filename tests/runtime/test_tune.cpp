@@ -24,6 +24,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.quant_max_steps, 1);
   EXPECT_FALSE(parse_tune("quant.max_steps=5", &t, &why));
   EXPECT_NE(why.find("quant.max_steps: expected 1..4"), std::string::npos) << why;
+  EXPECT_EQ(t.quant_max_grid, 0);
+  EXPECT_TRUE(parse_tune("quant.max_grid=528", &t, &why)) << why;
+  EXPECT_EQ(t.quant_max_grid, 528);
+  EXPECT_FALSE(parse_tune("quant.max_grid=1000", &t, &why));
+  EXPECT_NE(why.find("quant.max_grid: expected 0..999"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "ops/common/ref_numeric.h"
 
@@ -49,7 +50,8 @@ void HostTensor::allocate() {
   view_.data = payload();
 }
 
-// A copy gets its own aligned storage: guards and payload bytes (padding too) carried over.
+// A copy gets its own aligned storage: guards and payload bytes (padding too) carried over, and
+// the view at the same offset from the payload start.
 HostTensor::HostTensor(const HostTensor& other) { *this = other; }
 
 HostTensor& HostTensor::operator=(const HostTensor& other) {
@@ -57,13 +59,36 @@ HostTensor& HostTensor::operator=(const HostTensor& other) {
   shape_ = other.shape_;
   payload_bytes_ = other.payload_bytes_;
   view_ = other.view_;
-  if (!other.view_.data) {
+  if (other.storage_.empty()) {  // default-constructed or moved from
     storage_.clear();
     offset_ = 0;
+    view_.data = nullptr;
     return *this;
   }
+  std::ptrdiff_t view_offset = static_cast<const uint8_t*>(other.view_.data) - other.payload();
+  if (view_offset < 0 || view_offset > payload_bytes_) view_offset = 0;  // a view outside its storage
   allocate();
   std::memcpy(payload() - kGuard, other.payload() - kGuard, static_cast<size_t>(payload_bytes_ + 2 * kGuard));
+  view_.data = payload() + view_offset;
+  return *this;
+}
+
+// The vector's buffer moves with it, so the view (and offset_) stay valid; the source is left
+// empty rather than pointing into storage it no longer owns.
+HostTensor::HostTensor(HostTensor&& other) noexcept { *this = std::move(other); }
+
+HostTensor& HostTensor::operator=(HostTensor&& other) noexcept {
+  if (this == &other) return *this;
+  shape_ = std::move(other.shape_);
+  storage_ = std::move(other.storage_);
+  payload_bytes_ = other.payload_bytes_;
+  offset_ = other.offset_;
+  view_ = other.view_;
+  other.shape_.clear();
+  other.storage_.clear();
+  other.payload_bytes_ = 0;
+  other.offset_ = 0;
+  other.view_ = TensorView{};
   return *this;
 }
 

@@ -20,11 +20,13 @@ class HostTensor {
   // Contiguous. `inner_pad` > 0 pads the outermost-but-one layout: row stride becomes
   // shape[-1] + inner_pad elements (a non-contiguous view with a contiguous inner dim).
   HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pad = 0);
-  // Copies own their storage: the copy's view points into the copy.
+  // Copies own their storage: the copy's view points into the copy, at the same offset from the
+  // payload start (views moved off it, e.g. misaligned on purpose, stay so). A moved-from tensor
+  // is empty (no data), like a default-constructed one.
   HostTensor(const HostTensor& other);
   HostTensor& operator=(const HostTensor& other);
-  HostTensor(HostTensor&& other) noexcept = default;
-  HostTensor& operator=(HostTensor&& other) noexcept = default;
+  HostTensor(HostTensor&& other) noexcept;
+  HostTensor& operator=(HostTensor&& other) noexcept;
 
   const TensorView& view() const { return view_; }
   TensorView& view() { return view_; }

@@ -14,7 +14,12 @@ constexpr int64_t kSectorBytes = 32;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t clamp_grid(int64_t blocks) { return blocks < 1 ? 1 : (blocks > kMaxGrid ? kMaxGrid : blocks); }
+// Blocks in [1, kMaxGrid], and at most max_grid when that is > 0 (TEJAS_TUNE quant.max_grid):
+// warps loop over the rest (grid-stride).
+int64_t clamp_grid(int64_t blocks, int max_grid) {
+  const int64_t cap = max_grid > 0 && max_grid < kMaxGrid ? max_grid : kMaxGrid;
+  return blocks < 1 ? 1 : (blocks > cap ? cap : blocks);
+}
 
 // Largest power of two dividing n (n > 0), capped at `cap`.
 int64_t pow2_factor(int64_t n, int64_t cap) {
@@ -63,12 +68,12 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.chunks = static_cast<int>(nvec / lanes);
       c.steps = c.chunks == 1 ? std::clamp(p.max_steps, 1, kMaxChunks) : 1;
       c.groups_per_warp = kWarp / lanes;
-      c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block));
+      c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block), p.max_grid);
       return c;
     }
   }
   c.elems_per_lane = p.code_bits == kBitsPerByte ? 1 : 2;
-  c.grid = clamp_grid(ceil_div(groups, warps_per_block));
+  c.grid = clamp_grid(ceil_div(groups, warps_per_block), p.max_grid);
   return c;
 }
 
@@ -84,7 +89,7 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }
-  c.grid = clamp_grid(ceil_div(ceil_div(n / c.vec, c.steps), c.threads));
+  c.grid = clamp_grid(ceil_div(ceil_div(n / c.vec, c.steps), c.threads), p.max_grid);
   return c;
 }
 

@@ -45,6 +45,7 @@ struct QuantProblem {
   // Most tiles per warp step when a lane holds one chunk (1..kMaxChunks; TEJAS_TUNE
   // quant.max_steps).
   int max_steps = kMaxChunks;
+  int max_grid = 0;  // > 0: at most this many blocks (TEJAS_TUNE quant.max_grid); 0: kMaxGrid
 };
 
 struct QuantConfig {
@@ -71,6 +72,7 @@ struct DequantProblem {
   int q_align = kVecBytes;
   // Steps (vectors of out) one thread handles, loads first (TEJAS_TUNE dequant.steps).
   int steps = 2;
+  int max_grid = 0;  // as QuantProblem's
 };
 
 struct DequantConfig {

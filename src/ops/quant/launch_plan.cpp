@@ -170,6 +170,7 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride, kSectorBytes);
   prob.max_chunks = detail::tune().quant_max_chunks;
   prob.max_steps = detail::tune().quant_max_steps;
+  prob.max_grid = detail::tune().quant_max_grid;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
@@ -208,6 +209,7 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.out_align = rows_alignment(*plan.t.data, r.data, r.rows, r.K, r.data_stride);
   prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride);
   prob.steps = detail::tune().dequant_steps;
+  prob.max_grid = detail::tune().quant_max_grid;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
   return l;

@@ -86,8 +86,9 @@ inline check::HostTensor shifted(DType dt, int64_t T, int64_t H, int64_t pad, in
   return t;
 }
 
-// A [T, H] tensor whose view starts on a 32-byte sector boundary (HostTensor storage is only
-// 16-byte aligned), so the coalescing counters see whole sectors.
+// A [T, H] tensor whose view starts on a 32-byte sector boundary, so the coalescing counters see
+// whole sectors (HostTensor payloads already start on 256 bytes: the shift is kept so the counts
+// never rest on that; rows are H + pad + 32 bytes' worth of elements apart).
 inline check::HostTensor sector_aligned(DType dt, int64_t T, int64_t H, int64_t pad) {
   constexpr int64_t kSector = 32;
   const int64_t es = dtype_bits(dt) / 8, slack = kSector / es;

@@ -140,24 +140,31 @@ inline const emu::Counters& last_counters() {
 
 // The other sides of the GPU A/Bs (TEJAS_TUNE, src/runtime/tune.h): the default is picked by
 // timing, so every variant must match the reference too. Runs `quant()` under each
-// quant.max_chunks and each quant.max_steps below the default and `dequant()` under
-// dequant.steps=1.
+// quant.max_chunks and each quant.max_steps below the default, under both at 1 (version 1) and
+// `dequant()` under dequant.steps=1; then both under quant.max_grid=1 (one block: every warp
+// loops, the grid-stride paths the exact grids never reach).
 template <class Quant, class Dequant>
 void run_tuned_variants(Quant quant, Dequant dequant) {
+  const auto with = [](const char* what, detail::Tune t, const auto& body) {
+    SCOPED_TRACE(what);
+    const detail::ScopedTuneOverride variant(t);
+    body();
+  };
   for (int n = 1; n < detail::kTuneMaxQuantChunks; ++n) {
-    for (int knob = 0; knob < 2; ++knob) {
-      SCOPED_TRACE(testing::Message() << (knob == 0 ? "quant.max_chunks=" : "quant.max_steps=") << n);
-      detail::Tune t;
-      (knob == 0 ? t.quant_max_chunks : t.quant_max_steps) = n;
-      const detail::ScopedTuneOverride variant(t);
-      quant();
-    }
+    detail::Tune chunks, steps;
+    chunks.quant_max_chunks = n;
+    steps.quant_max_steps = n;
+    with((std::string("quant.max_chunks=") + std::to_string(n)).c_str(), chunks, quant);
+    with((std::string("quant.max_steps=") + std::to_string(n)).c_str(), steps, quant);
   }
-  SCOPED_TRACE("dequant.steps=1");
-  detail::Tune t;
-  t.dequant_steps = 1;
-  const detail::ScopedTuneOverride variant(t);
-  dequant();
+  detail::Tune v1, dequant1, one_block;
+  v1.quant_max_chunks = v1.quant_max_steps = 1;
+  dequant1.dequant_steps = 1;
+  one_block.quant_max_grid = 1;
+  with("quant.max_chunks=1,quant.max_steps=1", v1, quant);
+  with("dequant.steps=1", dequant1, dequant);
+  with("quant.max_grid=1", one_block, quant);
+  with("quant.max_grid=1", one_block, dequant);
 }
 
 }  // namespace tejas::quanttest

@@ -166,6 +166,22 @@ TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {
 TEST(QuantConfig, GridCapsAndEmpty) {
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, 0, 128, 128)).grid, 1);
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, int64_t{1} << 30, 128, 128)).grid, kMaxGrid);
+  // TEJAS_TUNE quant.max_grid caps every path's grid (warps loop over the rest); 0 = no cap.
+  for (int cap : {1, 3, 999}) {
+    QuantProblem p = quant_problem(2, 8, int64_t{1} << 20, 128, 128);  // vectorized
+    p.max_grid = cap;
+    EXPECT_EQ(make_quant_config(p).grid, cap);
+    p = quant_problem(2, 8, int64_t{1} << 20, 12, 3);  // generic
+    p.max_grid = cap;
+    EXPECT_EQ(make_quant_config(p).grid, cap);
+    DequantProblem d;
+    d.rows = int64_t{1} << 20;
+    d.max_grid = cap;
+    EXPECT_EQ(make_dequant_config(d).grid, cap);
+  }
+  QuantProblem p = quant_problem(2, 8, 10, 128, 128);
+  p.max_grid = 999;  // above what the problem needs: no effect
+  EXPECT_EQ(make_quant_config(p).grid, 1);
 }
 
 TEST(DequantConfig, VectorWidthAndFallback) {

@@ -68,8 +68,8 @@ void run_random(const QuantCase& c, check::Rng& rng) {
 
 }  // namespace
 
-TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
-  TEJAS_SEEDED_TEST_RNG();
+namespace {
+void quant_random_shapes(check::Rng& rng) {
   for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
     for (DType sd : {DType::f32, DType::ue8m0}) {
       run_random({xd, sd, {1, 128}}, rng);
@@ -79,6 +79,12 @@ TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
   }
   run_random({DType::bf16, DType::f32, {1, 16384}}, rng);
   run_random({DType::bf16, DType::ue8m0, {2, 3, 256}}, rng);
+}
+}  // namespace
+
+TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  quant_random_shapes(rng);
 }
 
 namespace {
@@ -274,7 +280,11 @@ TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
 
 TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
   TEJAS_SEEDED_TEST_RNG();
-  run_tuned_variants([&] { other_group_sizes(rng); }, [&] { dequant_random_shapes(rng); });
+  const auto quant = [&] {
+    quant_random_shapes(rng);
+    other_group_sizes(rng);
+  };
+  run_tuned_variants(quant, [&] { dequant_random_shapes(rng); });
 }
 
 // Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps
