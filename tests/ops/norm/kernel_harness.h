@@ -46,8 +46,9 @@ inline check::Tolerance tolerance_for(DType t) {
 // Views for the op call, in the order of `ts`.
 using Call = std::function<Status(const ExecContext&, const std::vector<TensorView>&)>;
 
-// emulator: the host views as they are. cuda: every tensor mirrored to the device (alignment
-// within the allocation is not preserved there), the call, then every tensor copied back.
+// emulator: the host views as they are. cuda: every tensor mirrored to the device (at the host
+// view's address modulo 256, so shifted views stay misaligned), the call, then every tensor
+// copied back.
 inline Status run_backend(Backend b, const std::vector<check::HostTensor*>& ts, const Call& call) {
   if (b != Backend::cuda) {
     std::vector<TensorView> views;
