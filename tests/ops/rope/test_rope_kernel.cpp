@@ -137,7 +137,10 @@ TEST(RopeKernel, EarlyLoadsFollowTheTune) {
   args.positions = pos;
   args.q = q;
   args.cos_sin = cache;
-  EXPECT_TRUE(rotary::plan_launch(args).config.early_loads);
+  {
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // whatever TEJAS_TUNE says
+    EXPECT_TRUE(rotary::plan_launch(args).config.early_loads);
+  }
   const detail::ScopedTuneOverride late(ropetest::late_loads());
   EXPECT_FALSE(rotary::plan_launch(args).config.early_loads);
 }
