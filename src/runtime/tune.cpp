@@ -33,6 +33,7 @@ constexpr Knob kKnobs[] = {
     {"quant.max_grid", &Tune::quant_max_grid, 0, 999},
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
     {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
+    {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
 };
 
 const Tune* g_override = nullptr;

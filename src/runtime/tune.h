@@ -10,6 +10,9 @@
 //                          loop over the rest (default 0 = no cap beyond 2^20)
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
+//   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
+//                          this many column blocks, lanes loop over the rest (default 0 = only
+//                          CUDA's 65535 limit)
 //   rope.early_loads=0..1  rope family: the first head's q/k loads go before the position wait
 //                          (default 1; 0 = after the cos/sin loads)
 #pragma once
@@ -27,6 +30,7 @@ struct Tune {
   int quant_max_grid = 0;
   int dequant_steps = 2;
   int rope_early_loads = 1;
+  int activation_max_grid_y = 0;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

@@ -29,6 +29,9 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.quant_max_grid, 528);
   EXPECT_FALSE(parse_tune("quant.max_grid=1000", &t, &why));
   EXPECT_NE(why.find("quant.max_grid: expected 0..999"), std::string::npos) << why;
+  EXPECT_EQ(t.activation_max_grid_y, 0);
+  EXPECT_TRUE(parse_tune("activation.max_grid_y=1", &t, &why)) << why;
+  EXPECT_EQ(t.activation_max_grid_y, 1);
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

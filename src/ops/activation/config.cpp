@@ -25,6 +25,13 @@ int lanes_for(int64_t chunks, int min_lanes) {
   return static_cast<int>(std::clamp<int64_t>(pow2_ceil(chunks), min_lanes, kThreads));
 }
 
+// Column blocks: enough for one step per lane, at most kMaxGridY (CUDA's limit) or max_grid_y
+// when that is > 0; lanes loop over the rest.
+int64_t column_blocks(int64_t chunks, int threads_per_row, int max_grid_y) {
+  const int64_t cap = max_grid_y > 0 ? std::min<int64_t>(max_grid_y, kMaxGridY) : kMaxGridY;
+  return std::min(ceil_div(chunks, threads_per_row), cap);
+}
+
 }  // namespace
 
 int x_halves_alignment(const TensorView& x, int64_t F) {
@@ -46,7 +53,7 @@ GatedConfig make_gated_config(const GatedProblem& p) {
   c.threads_per_row = lanes_for(chunks, 1);
   c.rows_per_block = c.threads / c.threads_per_row;
   c.grid_x = ceil_div(p.T, c.rows_per_block);
-  c.grid_y = std::min(ceil_div(chunks, c.threads_per_row), kMaxGridY);
+  c.grid_y = column_blocks(chunks, c.threads_per_row, p.max_grid_y);
   return c;
 }
 
@@ -59,7 +66,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
   c.threads_per_row = lanes_for(chunks, c.lanes_per_group);
   c.rows_per_block = c.threads / c.threads_per_row;
   c.grid_x = ceil_div(p.T, c.rows_per_block);
-  c.grid_y = std::min(ceil_div(chunks, c.threads_per_row), kMaxGridY);
+  c.grid_y = column_blocks(chunks, c.threads_per_row, p.max_grid_y);
   return c;
 }
 

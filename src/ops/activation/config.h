@@ -52,6 +52,7 @@ struct GatedProblem {
   int64_t T = 1, F = 1;
   int x_align = kMaxVecBytes;    // gate and up rows
   int out_align = kMaxVecBytes;
+  int max_grid_y = 0;            // > 0: at most this many column blocks (TEJAS_TUNE activation.max_grid_y)
 };
 
 struct GatedConfig {
@@ -78,6 +79,7 @@ struct QuantProblem {
   int q_bits = 8;           // 8 (e4m3) or 4 (e2m1)
   int x_align = kMaxVecBytes;  // gate and up rows
   int q_align = kMaxVecBytes;
+  int max_grid_y = 0;          // as GatedProblem's
 };
 
 struct QuantConfig {

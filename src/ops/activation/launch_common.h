@@ -8,6 +8,7 @@
 #include "ops/activation/launch.h"
 #include "ops/activation/quant_kernel.cuh"
 #include "runtime/alignment.h"
+#include "runtime/tune.h"
 
 namespace tejas::act {
 inline namespace TEJAS_BUILD_NS {
@@ -19,6 +20,7 @@ inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
   p.F = out.shape[1];
   p.x_align = x_halves_alignment(x, p.F);
   p.out_align = detail::access_alignment(out, kMaxVecBytes);
+  p.max_grid_y = detail::tune().activation_max_grid_y;
   return make_gated_config(p);
 }
 
@@ -58,6 +60,7 @@ inline QuantConfig quant_config(const QuantArgs& a) {
   p.q_bits = dtype_bits(q.dtype);
   p.x_align = x_halves_alignment(x, p.F);
   p.q_align = detail::access_alignment(q, kMaxVecBytes);
+  p.max_grid_y = detail::tune().activation_max_grid_y;
   return make_quant_config(p);
 }
 

@@ -96,6 +96,21 @@ TEST(ActivationConfig, QuantGroupsSpanWholeLaneSets) {
   EXPECT_EQ(c.grid_y, 16384 / kQuantElems / kThreads);
 }
 
+// TEJAS_TUNE activation.max_grid_y caps the column blocks (lanes loop); 0 leaves CUDA's limit.
+TEST(ActivationConfig, MaxGridYCapsColumnBlocks) {
+  for (int cap : {1, 3, 999}) {
+    GatedProblem g = gated(2, 1, 16384, aligned_rows(65536, 32768));  // 8 column blocks uncapped
+    g.max_grid_y = cap;
+    EXPECT_EQ(make_gated_config(g).grid_y, std::min(cap, 8));
+    QuantProblem q = quant(1, 16384, kFp8Group, 8, aligned_rows(65536, 32768));
+    q.max_grid_y = cap;
+    EXPECT_EQ(make_quant_config(q).grid_y, std::min(cap, 8));
+  }
+  GatedProblem huge = gated(4, 1, int64_t{1} << 26, aligned_rows(uint64_t{1} << 29, uint64_t{1} << 28));
+  huge.max_grid_y = 0;
+  EXPECT_EQ(make_gated_config(huge).grid_y, kMaxGridY);
+}
+
 TEST(ActivationConfig, QuantFallsBackToElementAccesses) {
   QuantProblem p = quant(2, 256, kFp8Group, 8, aligned_rows(1024, 512));
   p.x_align = 2;  // x not 16-byte aligned

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ops/activation/gated_kernel_cases.h"
+#include "runtime/tune.h"
 
 using namespace tejas;
 using namespace tejas::acttest;
@@ -27,6 +28,17 @@ SiluMulOptions clamped(double limit, double alpha) {
 TEST(SiluMulKernel, MatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (const KCase& k : kKernelCases) run_gated_case(rng, Which::silu, dt, k, silu_call({}), 3.0);
+}
+
+// One column block (TEJAS_TUNE activation.max_grid_y=1): lanes loop over their rows' chunks, the
+// path only rows longer than 65535 x 256 chunks take otherwise (F = 4100 and 16384 loop here).
+TEST(SiluMulKernel, OneColumnBlockMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  detail::Tune t;
+  t.activation_max_grid_y = 1;
+  const detail::ScopedTuneOverride one_block(t);
+  for (DType dt : {DType::bf16, DType::f32})
     for (const KCase& k : kKernelCases) run_gated_case(rng, Which::silu, dt, k, silu_call({}), 3.0);
 }
 

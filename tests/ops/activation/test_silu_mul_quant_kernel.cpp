@@ -11,6 +11,7 @@
 #include "ops/activation/config.h"
 #include "ops/activation/fused_cases.h"
 #include "ops/activation/gated_kernel_cases.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -86,6 +87,15 @@ TEST_P(SiluMulQuantKernel, MatchesExpectation) {
   TEJAS_SEEDED_TEST_RNG();
   for (DType dt : {DType::bf16, DType::f16})
     for (const FCase& c : kCases) run_case(rng, GetParam(), dt, c);
+}
+
+// One column block (TEJAS_TUNE activation.max_grid_y=1): lanes loop (F = 16384: 8 steps).
+TEST_P(SiluMulQuantKernel, OneColumnBlockMatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  detail::Tune t;
+  t.activation_max_grid_y = 1;
+  const detail::ScopedTuneOverride one_block(t);
+  for (const FCase& c : kCases) run_case(rng, GetParam(), DType::bf16, c);
 }
 
 TEST_P(SiluMulQuantKernel, Clamped) {
