@@ -11,6 +11,7 @@
 // ulp of the correctly rounded value.
 #pragma once
 #include "device/numeric/convert.h"
+#include "device/numeric/storage.h"
 #include "device/math.h"  // dev::expf: the GPU's error under emulation
 #include "device/prelude.h"
 #include "ops/activation/config.h"  // Act, ActOptions
@@ -56,32 +57,10 @@ __device__ __forceinline__ float gated(float gate, float up, const ActOptions& o
   }
 }
 
-// ---- storage types: raw codes in memory, f32 in registers ---------------------------------------
-struct Bf16 {
-  using Bits = uint16_t;
-  static constexpr float kMaxFinite = 3.38953139e38f;  // 0x7F7F
-  __device__ __forceinline__ static float load(Bits b) { return num::bf16_to_f32(b); }
-  __device__ __forceinline__ static Bits store(float v) { return num::f32_to_bf16(v); }
-};
-struct F16 {
-  using Bits = uint16_t;
-  static constexpr float kMaxFinite = 65504.0f;
-  __device__ __forceinline__ static float load(Bits b) { return num::f16_to_f32(b); }
-  __device__ __forceinline__ static Bits store(float v) { return num::f32_to_f16(v); }
-};
-struct F32 {
-  using Bits = float;
-  __device__ __forceinline__ static float load(Bits b) { return b; }
-  __device__ __forceinline__ static Bits store(float v) { return v; }
-};
-
-// The register type of one access of kBytes (1..16).
-template <int kBytes> struct AccessType;
-template <> struct AccessType<1> { using type = uint8_t; };
-template <> struct AccessType<2> { using type = uint16_t; };
-template <> struct AccessType<4> { using type = uint32_t; };
-template <> struct AccessType<8> { using type = uint2; };
-template <> struct AccessType<16> { using type = uint4; };
+// Storage types and access words: device/numeric/storage.h.
+using num::Bf16;
+using num::F16;
+using num::F32;
 
 }  // namespace TEJAS_BUILD_NS
 }  // namespace tejas::act

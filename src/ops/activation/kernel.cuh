@@ -26,27 +26,27 @@ struct GatedParams {
 // elements per access, and every row start is aligned to it: config.h).
 template <class S, int kVecBytes, Act kAct>
 __global__ void __launch_bounds__(kThreads) gated_kernel(GatedParams p) {
-  using Bits = typename S::Bits;
-  using Vec = typename AccessType<kVecBytes>::type;
-  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(Bits));
-  static_assert(kVec >= 1 && kVec * sizeof(Bits) == kVecBytes, "whole elements per access");
+  using Raw = typename S::Raw;
+  using Vec = typename num::AccessWord<kVecBytes>::type;
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(Raw));
+  static_assert(kVec >= 1 && kVec * sizeof(Raw) == kVecBytes, "whole elements per access");
 
   const int lane = static_cast<int>(threadIdx.x) & (p.threads_per_row - 1);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / p.threads_per_row) +
                       threadIdx.x / p.threads_per_row;
   if (row >= p.T) return;
-  const Bits* gate_row = static_cast<const Bits*>(p.x) + row * p.x_stride;
-  const Bits* up_row = gate_row + p.F;
-  Bits* out_row = static_cast<Bits*>(p.out) + row * p.out_stride;
+  const Raw* gate_row = static_cast<const Raw*>(p.x) + row * p.x_stride;
+  const Raw* up_row = gate_row + p.F;
+  Raw* out_row = static_cast<Raw*>(p.out) + row * p.out_stride;
   const int64_t chunks = p.F / kVec;
   const int64_t step = static_cast<int64_t>(gridDim.y) * p.threads_per_row;
   for (int64_t c = static_cast<int64_t>(blockIdx.y) * p.threads_per_row + lane; c < chunks; c += step) {
     const Vec gv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(gate_row) + c);
     const Vec uv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(up_row) + c);
-    Bits g[kVec], u[kVec], o[kVec];
+    Raw g[kVec], u[kVec], o[kVec];
     memcpy(g, &gv, sizeof(Vec));
     memcpy(u, &uv, sizeof(Vec));
-    for (int i = 0; i < kVec; ++i) o[i] = S::store(gated<kAct>(S::load(g[i]), S::load(u[i]), p.options));
+    for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct>(S::to_f32(g[i]), S::to_f32(u[i]), p.options));
     Vec ov;
     memcpy(&ov, o, sizeof(Vec));
     ptx::st_global_cs(reinterpret_cast<Vec*>(out_row) + c, ov);

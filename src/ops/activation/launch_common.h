@@ -35,7 +35,7 @@ template <class S, Act kAct>
 GatedKernel gated_kernel_by_width(int vec_bytes) {
   if (vec_bytes == kMaxVecBytes) return gated_kernel<S, kMaxVecBytes, kAct>;
   if (vec_bytes == 8) return gated_kernel<S, 8, kAct>;
-  return gated_kernel<S, sizeof(typename S::Bits), kAct>;
+  return gated_kernel<S, sizeof(typename S::Raw), kAct>;
 }
 
 template <Act kAct>

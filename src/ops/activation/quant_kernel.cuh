@@ -46,10 +46,10 @@ __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a
 
 // Loads kQuantElems gate and up values of one lane.
 template <class S, bool kVec>
-__device__ __forceinline__ void load_lane(const typename S::Bits* gate, const typename S::Bits* up, float (&g)[kQuantElems],
+__device__ __forceinline__ void load_lane(const typename S::Raw* gate, const typename S::Raw* up, float (&g)[kQuantElems],
                                           float (&u)[kQuantElems]) {
-  using Bits = typename S::Bits;
-  Bits gb[kQuantElems], ub[kQuantElems];
+  using Raw = typename S::Raw;
+  Raw gb[kQuantElems], ub[kQuantElems];
   if constexpr (kVec) {
     static_assert(sizeof(gb) == sizeof(uint4), "one 16-byte access per lane");
     const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate));
@@ -61,8 +61,8 @@ __device__ __forceinline__ void load_lane(const typename S::Bits* gate, const ty
     for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i);
   }
   for (int i = 0; i < kQuantElems; ++i) {
-    g[i] = S::load(gb[i]);
-    u[i] = S::load(ub[i]);
+    g[i] = S::to_f32(gb[i]);
+    u[i] = S::to_f32(ub[i]);
   }
 }
 
@@ -70,7 +70,7 @@ __device__ __forceinline__ void load_lane(const typename S::Bits* gate, const ty
 template <int kBytes, bool kVec>
 __device__ __forceinline__ void store_codes(uint8_t* dst, const uint8_t (&codes)[kBytes]) {
   if constexpr (kVec) {
-    using V = typename AccessType<kBytes>::type;
+    using V = typename num::AccessWord<kBytes>::type;
     V v;
     memcpy(&v, codes, kBytes);
     ptx::st_global_cs(reinterpret_cast<V*>(dst), v);
@@ -144,7 +144,7 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
 // S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h).
 template <class S, bool kVec>
 __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
-  using Bits = typename S::Bits;
+  using Raw = typename S::Raw;
   const int lane = static_cast<int>(threadIdx.x) & (p.threads_per_row - 1);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / p.threads_per_row) +
                       threadIdx.x / p.threads_per_row;
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
     float y[kQuantElems];
     float amax = 0.0f;
     if (active) {
-      const Bits* gate = static_cast<const Bits*>(p.x) + row * p.x_stride + c * kQuantElems;
+      const Raw* gate = static_cast<const Raw*>(p.x) + row * p.x_stride + c * kQuantElems;
       float g[kQuantElems], u[kQuantElems];
       load_lane<S, kVec>(gate, gate + p.F, g, u);
       for (int i = 0; i < kQuantElems; ++i) {

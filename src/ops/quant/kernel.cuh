@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "device/numeric/convert.h"
+#include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
 #include "ops/quant/config.h"
 #include "ops/quant/params.h"
@@ -24,28 +25,10 @@
 namespace tejas::quant_kernel {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
-// ---- element types ------------------------------------------------------------------------------
-struct Bf16 {
-  using Storage = uint16_t;
-  static constexpr float kMaxFinite = 3.3895313892515355e38f;  // 0x7F7F
-  __host__ __device__ static float to_f32(Storage s) { return num::bf16_to_f32(s); }
-  __host__ __device__ static Storage from_f32(float v) { return num::f32_to_bf16(v); }
-  static constexpr bool kNarrow = true;
-};
-struct F16 {
-  using Storage = uint16_t;
-  static constexpr float kMaxFinite = 65504.0f;
-  __host__ __device__ static float to_f32(Storage s) { return num::f16_to_f32(s); }
-  __host__ __device__ static Storage from_f32(float v) { return num::f32_to_f16(v); }
-  static constexpr bool kNarrow = true;
-};
-struct F32 {
-  using Storage = float;
-  static constexpr float kMaxFinite = kF32Max;
-  __host__ __device__ static float to_f32(Storage s) { return s; }
-  __host__ __device__ static Storage from_f32(float v) { return v; }
-  static constexpr bool kNarrow = false;
-};
+// ---- element types: device/numeric/storage.h ----------------------------------------------------
+using num::Bf16;
+using num::F16;
+using num::F32;
 
 template <int N>
 struct alignas(N) Bytes {
@@ -70,7 +53,7 @@ __device__ __forceinline__ bool is_inf(float v) { return (__float_as_uint(v) & k
 
 // +-Inf counts as the largest finite value of x's dtype (for amax and for its own code).
 template <class X>
-__device__ __forceinline__ float load_finite(typename X::Storage s) {
+__device__ __forceinline__ float load_finite(typename X::Raw s) {
   const float v = X::to_f32(s);
   return is_inf(v) ? copysignf(X::kMaxFinite, v) : v;
 }
@@ -175,7 +158,7 @@ struct GroupAt {
 // ---- quantization, vectorized: a group in registers across lanes_per_group lanes ---------------
 template <class X, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
-  using S = typename X::Storage;
+  using S = typename X::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
@@ -260,7 +243,7 @@ TEJAS_QUANT_UNROLL
 // ---- quantization, generic: a warp per group, two passes ---------------------------------------
 template <class X, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) quant_generic_kernel(QuantParams p) {
-  using S = typename X::Storage;
+  using S = typename X::Raw;
   constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t groups_per_row = p.K / p.group;
@@ -320,7 +303,7 @@ __device__ __forceinline__ float decode_code(const uint8_t* bytes, int i) {
 // code * scale (* ts for nvfp4) rounded once to O. Written as a * b with a exact in f32: (code,
 // scale), or (code * block_scale, ts) for nvfp4, whose e4m3 * e2m1 product is exact.
 template <class O>
-__device__ __forceinline__ typename O::Storage dequant_value(float code, float scale, float ts, bool nvfp4) {
+__device__ __forceinline__ typename O::Raw dequant_value(float code, float scale, float ts, bool nvfp4) {
   const float a = nvfp4 ? code * scale : code;
   const float b = nvfp4 ? ts : scale;
   if constexpr (O::kNarrow) return O::from_f32(mul_round_odd(a, b));
@@ -329,7 +312,7 @@ __device__ __forceinline__ typename O::Storage dequant_value(float code, float s
 
 template <class O, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
-  using S = typename O::Storage;
+  using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
   const int64_t vecs_per_row = p.K / kVec;
@@ -369,7 +352,7 @@ TEJAS_QUANT_UNROLL
 
 template <class O, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) dequant_generic_kernel(DequantParams p) {
-  using S = typename O::Storage;
+  using S = typename O::Raw;
   constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
   const int64_t bytes_per_row = p.K / kPer;
   const int64_t total = p.rows * bytes_per_row;

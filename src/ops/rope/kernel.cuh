@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "device/numeric/convert.h"
+#include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
 #include "ops/rope/config.h"
 #include "ops/rope/kernel_params.h"
@@ -21,53 +22,23 @@
 namespace tejas::rotary {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
-// Storage types: raw codes and their exact f32 values.
-struct Bf16 {
-  using Raw = uint16_t;
-  static __host__ __device__ float to_f32(Raw r) { return num::bf16_to_f32(r); }
-  static __host__ __device__ Raw from_f32(float x) { return num::f32_to_bf16(x); }
-};
-struct F16 {
-  using Raw = uint16_t;
-  static __host__ __device__ float to_f32(Raw r) { return num::f16_to_f32(r); }
-  static __host__ __device__ Raw from_f32(float x) { return num::f32_to_f16(x); }
-};
-struct F32 {
-  using Raw = float;
-  static __host__ __device__ float to_f32(Raw r) { return r; }
-  static __host__ __device__ Raw from_f32(float x) { return x; }
-};
+using num::Bf16;  // storage types (device/numeric/storage.h)
+using num::F16;
+using num::F32;
 
 namespace impl {
 
-template <int kBytes> struct Word;
-template <> struct Word<1> { using type = uint8_t; };
-template <> struct Word<2> { using type = uint16_t; };
-template <> struct Word<4> { using type = uint32_t; };
-template <> struct Word<8> { using type = uint2; };
-template <> struct Word<16> { using type = uint4; };
-
-// N contiguous elements through accesses of min(N * sizeof(E), 16) bytes.
-template <int N, class E>
+// N contiguous elements through accesses of min(N * sizeof(E), 16) bytes; kNc: through the
+// read-only path (inputs nobody writes during the launch).
+template <int N, bool kNc = false, class E>
 __device__ __forceinline__ void load_vec(const E* p, E* out) {
   constexpr int kBytes = N * static_cast<int>(sizeof(E));
   constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using W = typename Word<kStep>::type;
+  using W = typename num::AccessWord<kStep>::type;
   #pragma unroll
   for (int i = 0; i < kBytes / kStep; ++i) {
-    const W w = ptx::ld_global(reinterpret_cast<const W*>(p) + i);
-    memcpy(reinterpret_cast<char*>(out) + i * kStep, &w, kStep);
-  }
-}
-// The same through the read-only path (inputs nobody writes during the launch).
-template <int N, class E>
-__device__ __forceinline__ void load_vec_nc(const E* p, E* out) {
-  constexpr int kBytes = N * static_cast<int>(sizeof(E));
-  constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using W = typename Word<kStep>::type;
-  #pragma unroll
-  for (int i = 0; i < kBytes / kStep; ++i) {
-    const W w = ptx::ld_global_nc(reinterpret_cast<const W*>(p) + i);
+    const W* at = reinterpret_cast<const W*>(p) + i;
+    const W w = kNc ? ptx::ld_global_nc(at) : ptx::ld_global(at);
     memcpy(reinterpret_cast<char*>(out) + i * kStep, &w, kStep);
   }
 }
@@ -75,7 +46,7 @@ template <int N, class E>
 __device__ __forceinline__ void store_vec(E* p, const E* in) {
   constexpr int kBytes = N * static_cast<int>(sizeof(E));
   constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using W = typename Word<kStep>::type;
+  using W = typename num::AccessWord<kStep>::type;
   #pragma unroll
   for (int i = 0; i < kBytes / kStep; ++i) {
     W w;
@@ -97,14 +68,14 @@ __device__ __forceinline__ void load_cos_sin(const RopeParams& p, int64_t pos, i
   const int64_t at = pos * p.cs_row + i0;
   if (p.cos_f32) {
     const float* row = static_cast<const float*>(p.cos_sin) + at;
-    load_vec_nc<VEC>(row, c);
-    load_vec_nc<VEC>(row + p.half, s);
+    load_vec<VEC, true>(row, c);
+    load_vec<VEC, true>(row + p.half, s);
   } else {
     using Raw = typename S::Raw;
     const Raw* row = static_cast<const Raw*>(p.cos_sin) + at;
     Raw rc[VEC], rs[VEC];
-    load_vec_nc<VEC>(row, rc);
-    load_vec_nc<VEC>(row + p.half, rs);
+    load_vec<VEC, true>(row, rc);
+    load_vec<VEC, true>(row + p.half, rs);
     #pragma unroll
     for (int j = 0; j < VEC; ++j) {
       c[j] = S::to_f32(rc[j]);
@@ -222,7 +193,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
-    load_vec_nc<VEC>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r);
+    load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r);
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
     store_cache<S, VEC>(p, p.v_cache, at + d0, p.v_scale, r);
   }
