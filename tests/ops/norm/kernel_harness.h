@@ -87,19 +87,6 @@ inline check::HostTensor shifted(DType dt, int64_t T, int64_t H, int64_t pad, in
   return t;
 }
 
-// A [T, H] tensor whose view starts on a 32-byte sector boundary, so the coalescing counters see
-// whole sectors (HostTensor payloads already start on 256 bytes: the shift is kept so the counts
-// never rest on that; rows are H + pad + 32 bytes' worth of elements apart).
-inline check::HostTensor sector_aligned(DType dt, int64_t T, int64_t H, int64_t pad) {
-  constexpr int64_t kSector = 32;
-  const int64_t es = dtype_bits(dt) / 8, slack = kSector / es;
-  check::HostTensor t(dt, {T, H}, pad + slack);
-  const auto addr = reinterpret_cast<uintptr_t>(t.view().data);
-  const int64_t shift = static_cast<int64_t>((kSector - addr % kSector) % kSector);
-  t.view().data = static_cast<unsigned char*>(t.view().data) + shift;
-  return t;
-}
-
 // e4m3 code `got` for the exact value v (= y / s with the kernel's stored s): the nearest code,
 // or its neighbour when v lies within kTieWindow of their midpoint. NaN must meet NaN.
 inline ::testing::AssertionResult e4m3_code_ok(uint64_t got, long double v) {

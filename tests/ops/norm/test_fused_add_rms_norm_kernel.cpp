@@ -82,8 +82,8 @@ TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
 TEST(FusedAddRmsNormKernel, EmulatorCounters) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, H = 4096;
-  HostTensor x = sector_aligned(DType::bf16, T, H, 0), res = sector_aligned(DType::bf16, T, H, 0);
-  HostTensor out = sector_aligned(DType::bf16, T, H, 0), w = sector_aligned(DType::bf16, 1, H, 0);
+  HostTensor x(DType::bf16, {T, H}), res(DType::bf16, {T, H});
+  HostTensor out(DType::bf16, {T, H}), w(DType::bf16, {1, H});
   fill_rows(x, rng);
   fill_rows(res, rng);
   check::fill_normal(w, rng, 1.0, 0.5);

@@ -129,8 +129,8 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, LargestHidden) {
 TEST(FusedAddRmsNormQuantFp8GroupKernel, EmulatorCounters) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, H = 4096, G = H / kGroup;
-  HostTensor x = sector_aligned(DType::bf16, T, H, 0), res = sector_aligned(DType::bf16, T, H, 0);
-  HostTensor q = sector_aligned(DType::e4m3, T, H, 0), w = sector_aligned(DType::bf16, 1, H, 0);
+  HostTensor x(DType::bf16, {T, H}), res(DType::bf16, {T, H});
+  HostTensor q(DType::e4m3, {T, H}), w(DType::bf16, {1, H});
   HostTensor scales(DType::f32, {T, G});
   check::fill_normal(x, rng);
   check::fill_normal(res, rng);

@@ -161,8 +161,8 @@ TEST(RmsNormKernel, EmulatorCounters) {
   constexpr int64_t T = 3, H = 4096, kPad = 64;
   for (const CounterCase& cc : {CounterCase{DType::bf16, 16.0, 16.0}, CounterCase{DType::f32, (8.0 + 16.0) / 2, 8.0}}) {
     SCOPED_TRACE(dtype_name(cc.w));
-    HostTensor x = sector_aligned(DType::bf16, T, H, kPad), out = sector_aligned(DType::bf16, T, H, kPad);
-    HostTensor w = sector_aligned(cc.w, 1, H, 0);
+    HostTensor x(DType::bf16, {T, H}, kPad), out(DType::bf16, {T, H}, kPad);
+    HostTensor w(cc.w, {1, H});
     fill_rows(x, rng);
     check::fill_normal(w, rng, 1.0, 0.5);
     TensorView w1 = w.view();  // [1, H] -> [H] (HostTensor accessors keep the 2-d shape)

@@ -24,16 +24,6 @@ using ropetest::make_cache;
 namespace {
 
 constexpr int64_t kMaxPos = 64;
-constexpr int64_t kSectorBytes = 32;
-constexpr int64_t kSlack = kSectorBytes;  // spare elements for moving a view onto a sector
-
-// A bf16 view of `shape` inside `buf` that starts on a 32-byte sector (sector counts depend on it).
-TensorView sector_aligned(HostTensor& buf, std::initializer_list<int64_t> shape) {
-  const auto addr = reinterpret_cast<uintptr_t>(buf.view().data);
-  const int64_t skip_bytes = (kSectorBytes - static_cast<int64_t>(addr % kSectorBytes)) % kSectorBytes;
-  return ropetest::view_at(buf, skip_bytes / 2, shape);
-}
-
 struct Shape {
   int64_t T, Hq, Hk, D, rotary, pad;  // Hk = 0: no k; pad: extra elements per head row
 };
@@ -186,11 +176,10 @@ TEST(RopeKernel, EmulatorCountersAtTheIdeal) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 1, Hq = 28, Hk = 4, D = 128, kWarps = (Hq + Hk) / 4;
   const HostTensor cache = make_cache(kMaxPos, D, DType::f32);
-  HostTensor pos(DType::i64, {T}), qbuf(DType::bf16, {T * Hq * D + kSlack}), kbuf(DType::bf16, {T * Hk * D + kSlack});
+  HostTensor pos(DType::i64, {T}), q(DType::bf16, {T, Hq, D}), k(DType::bf16, {T, Hk, D});  // 256-byte aligned
   check::fill_randint(pos, rng, 0, kMaxPos - 1);
-  check::fill_normal(qbuf, rng);
-  check::fill_normal(kbuf, rng);
-  const TensorView q = sector_aligned(qbuf, {T, Hq, D}), k = sector_aligned(kbuf, {T, Hk, D});
+  check::fill_normal(q, rng);
+  check::fill_normal(k, rng);
   TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::neox));
   const auto& reports = detail::last_emulator_reports();
   ASSERT_EQ(reports.size(), 1u);
@@ -217,11 +206,10 @@ TEST(RopeKernel, EmulatorReadsAndWritesOnlyTheRotaryDims) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 40, Hq = 4, Hk = 2, D = 128, kRotary = 64;
   const HostTensor cache = make_cache(T, kRotary, DType::bf16);
-  HostTensor pos(DType::i32, {T}), qbuf(DType::bf16, {T * Hq * D + kSlack}), kbuf(DType::bf16, {T * Hk * D + kSlack});
+  HostTensor pos(DType::i32, {T}), q(DType::bf16, {T, Hq, D}), k(DType::bf16, {T, Hk, D});  // 256-byte aligned
   for (int64_t t = 0; t < T; ++t) pos.set({t}, static_cast<double>(T - 1 - t));  // distinct rows
-  check::fill_normal(qbuf, rng);
-  check::fill_normal(kbuf, rng);
-  const TensorView q = sector_aligned(qbuf, {T, Hq, D}), k = sector_aligned(kbuf, {T, Hk, D});
+  check::fill_normal(q, rng);
+  check::fill_normal(k, rng);
   TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::gptj));
   const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
   EXPECT_TRUE(rep.ok()) << rep.summary();
