@@ -287,6 +287,10 @@ Status backend_unsupported(const char* op, Backend b, const std::string& detail)
                              (detail.empty() ? std::string("op yet") : detail));
 }
 
+Status cuda_not_built(const char* op, Backend b) {
+  return backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+}
+
 bool debug_checks_enabled(const ExecContext& ctx) {
   if (ctx.debug_checks) return true;
   const char* env = std::getenv("TEJAS_DEBUG_CHECKS");

@@ -80,6 +80,8 @@ Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_
 
 // "rms_norm: the emulator backend has no kernel for this op yet" (unsupported).
 Status backend_unsupported(const char* op, Backend b, const std::string& detail = "");
+// The cuda backend asked of a host-only build (TEJAS_HOST_ONLY): unsupported, saying so.
+Status cuda_not_built(const char* op, Backend b);
 
 // ExecContext::debug_checks or TEJAS_DEBUG_CHECKS=1.
 bool debug_checks_enabled(const ExecContext& ctx);

@@ -51,7 +51,7 @@ Status run(const char* op, const ExecContext& ctx, const TensorView& x, const Te
 #if TEJAS_WITH_CUDA
       return act::launch_gated_cuda(op, ctx, kind, x, out, o);
 #else
-      return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+      return detail::cuda_not_built(op, backend);
 #endif
     case Backend::automatic:  // resolved above; listed for -Wswitch
       break;

@@ -66,7 +66,7 @@ Status run(const char* op, const ExecContext& ctx, const act::QuantArgs& a, cons
 #if TEJAS_WITH_CUDA
       return act::launch_silu_quant_cuda(op, ctx, a);
 #else
-      return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+      return detail::cuda_not_built(op, backend);
 #endif
     case Backend::automatic:  // resolved above; listed for -Wswitch
       break;

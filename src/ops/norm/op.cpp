@@ -93,7 +93,7 @@ Status run_kernel(const char* op, const ExecContext& ctx, Backend backend, const
 #if TEJAS_WITH_CUDA
   return norm::launch_norm_cuda(op, ctx, args);
 #else
-  return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+  return detail::cuda_not_built(op, backend);
 #endif
 }
 

@@ -33,7 +33,7 @@ Status run_quant_kernels(const char* op, const ExecContext& ctx, Backend b, cons
 #if TEJAS_WITH_CUDA
   return quant_kernel::run_quant_cuda(op, ctx, plan, ts.defined() && detail::debug_checks_enabled(ctx));
 #else
-  return detail::backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+  return detail::cuda_not_built(op, b);
 #endif
 }
 
@@ -44,7 +44,7 @@ Status run_dequant_kernels(const char* op, const ExecContext& ctx, Backend b, co
 #if TEJAS_WITH_CUDA
   return quant_kernel::run_dequant_cuda(op, ctx, plan, ts.defined() && detail::debug_checks_enabled(ctx));
 #else
-  return detail::backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+  return detail::cuda_not_built(op, b);
 #endif
 }
 

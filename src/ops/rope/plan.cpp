@@ -118,7 +118,7 @@ Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backen
 #if TEJAS_WITH_CUDA
   return launch_cuda(op, ctx, l);
 #else
-  return detail::backend_unsupported(op, backend, "op in a host-only build (no CUDA)");
+  return detail::cuda_not_built(op, backend);
 #endif
 }
 
