@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "device/numeric/convert.h"
+#include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
 #include "ops/rope/config.h"
@@ -101,10 +102,13 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   }
   const float sc = ptx::ld_global_nc(scale);
   uint8_t codes[N];
+  // sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round it): the f32 quotient
+  // is rounded once more only when it lies near a code midpoint, from the exact residual.
   #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const float x = S::to_f32(vals[j]) / sc;
-    codes[j] = p.kv_kind == KvKind::e4m3 ? num::f32_to_e4m3(x) : num::f32_to_e5m2(x);
+    const float x = S::to_f32(vals[j]);
+    codes[j] = p.kv_kind == KvKind::e4m3 ? num::round_quotient<num::CodeFormat::e4m3>(x, x / sc, 1.0f, sc)
+                                         : num::round_quotient<num::CodeFormat::e5m2>(x, x / sc, 1.0f, sc);
   }
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes);
 }

@@ -238,7 +238,12 @@ TEST(DequantConfig, StepsPerThreadShrinkTheGrid) {
 namespace {
 
 template <CodeFormat F>
-DType dtype_of() { return F == CodeFormat::e4m3 ? DType::e4m3 : DType::e2m1; }
+DType dtype_of() { return F == CodeFormat::e4m3 ? DType::e4m3 : F == CodeFormat::e5m2 ? DType::e5m2 : DType::e2m1; }
+
+// One past the largest pair (c, c + 1) of finite codes swept: e4m3 below 0x7E (448), e5m2 up to
+// 0x7B (57344; 0x7C is Inf), e2m1 up to 0x7 (6).
+template <CodeFormat F>
+uint64_t sweep_end() { return F == CodeFormat::e4m3 ? 0x7Eu : F == CodeFormat::e5m2 ? 0x7Cu : 0x7u; }
 
 // Independent: nearest code of x / (a * b) computed in long double (exact for these inputs).
 template <CodeFormat F>
@@ -252,7 +257,7 @@ void sweep_near_midpoints(check::Rng& rng, float a, float b) {
   const long double D = static_cast<long double>(a) * b;
   const float inv = 1.0f / (a * b);
   int64_t bad = 0;
-  for (uint64_t c = 0; c + 1 < (dt == DType::e4m3 ? 0x7Eu : 0x7u); ++c) {
+  for (uint64_t c = 0; c + 1 < sweep_end<F>(); ++c) {
     const long double mid = (fp::decode(dt, c) + fp::decode(dt, c + 1)) / 2;
     for (int sign : {1, -1}) {
       float x = static_cast<float>(sign * mid * D);
@@ -275,6 +280,7 @@ TEST(QuantMath, QuantizeExactNextToEveryMidpoint) {
   for (int trial = 0; trial < 64; ++trial) {
     const float s = static_cast<float>(rng.uniform(1.0, 2.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-30, 30))));
     sweep_near_midpoints<CodeFormat::e4m3>(rng, 1.0f, s);  // fp8 f32 scale: divisor s
+    sweep_near_midpoints<CodeFormat::e5m2>(rng, 1.0f, s);  // rope's e5m2 KV cache: divisor k/v scale
     const float bs = static_cast<float>(fp::decode(DType::e4m3, static_cast<uint64_t>(rng.randint(1, 0x7E))));
     sweep_near_midpoints<CodeFormat::e2m1>(rng, bs, s);    // nvfp4: block_scale * tensor_scale
   }

@@ -1,11 +1,14 @@
 // rope_kv_cache_write kernels (emulator; cuda when present) against the reference: q and k within
 // one unit of the reference, cache rows equal to the kernel's own stored k (and v) - bit for bit
-// for bf16/f16 caches, fp8 codes exact except at rounding ties - and rows of skipped tokens and
+// for bf16/f16 caches, fp8 codes exactly sat_rne(x / scale), ties and double-rounding cases
+// included (the v cache equals the reference's bit for bit) - and rows of skipped tokens and
 // unused slots untouched. Shapes with tails, partial rotary, both styles, misaligned views, one
 // 16384-wide token; emulator counters: compulsory bytes only, coalesced stores, no findings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,24 +28,34 @@ using ropetest::KvShape;
 namespace {
 
 constexpr int64_t kMaxPos = 40;
-// An fp8 code may differ from the float64 rounding only when the f32 quotient x / scale sits on
-// the midpoint between two codes while the exact quotient does not: then the exact value lies
-// within an f32 rounding (2^-24 relative) of that midpoint. 2^-20 leaves margin, nothing more.
-constexpr long double kTieRel = 0x1p-20L;
 
-// Cache code `got` for the exact value x / scale: equal to the reference encoding, or its
-// neighbour when x / scale is (within kTieRel) a midpoint between the two.
+// Cache code `got` for the exact value x / scale: the reference encoding of it, exactly (the
+// kernel resolves quotients near a code midpoint from the exact residual: tejas/rope.h). Only a
+// NaN code's sign is unspecified.
 ::testing::AssertionResult code_ok(DType dt, uint64_t got, long double exact) {
   const uint64_t want = ref::encode(dt, static_cast<double>(exact));
   if (got == want) return ::testing::AssertionSuccess();
   const double g = ref::decode(dt, got), w = ref::decode(dt, want);
-  if (std::isnan(g) && std::isnan(w)) return ::testing::AssertionSuccess();  // NaN code sign is unspecified
-  if (check::ulp_distance(dt, got, want) == 1) {
-    const long double mid = (static_cast<long double>(g) + w) / 2;
-    if (std::fabs(exact - mid) <= kTieRel * std::fabs(mid)) return ::testing::AssertionSuccess();
-  }
+  if (std::isnan(g) && std::isnan(w)) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "code 0x" << std::hex << got << " (" << g << ") want 0x" << want << " (" << w
                                        << ") for " << static_cast<double>(exact);
+}
+
+// Every value of dtype `src` (all 2^16 codes) whose f32 quotient x / scale rounds to another
+// `code` than the exact quotient does (double rounding through f32: the f32 quotient lands on,
+// or across, a code midpoint). A kernel that only divides in f32 and converts fails on each.
+std::vector<double> double_rounding_values(DType src, DType code, float scale) {
+  std::vector<double> out;
+  HostTensor one(src, {1});
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    one.set_bits_flat(0, bits);
+    const double x = one.get_flat(0);
+    if (!std::isfinite(x)) continue;
+    const double exact = static_cast<double>(static_cast<long double>(x) / scale);
+    const float f32_quotient = static_cast<float>(x) / scale;
+    if (ref::encode(code, exact) != ref::encode(code, f32_quotient)) out.push_back(x);
+  }
+  return out;
 }
 
 // Every cache row: written rows hold enc(stored source), the others keep their poison.
@@ -110,6 +123,9 @@ void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend bac
   EXPECT_TRUE(r.ok) << "k: " << r.message;
   check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
   check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  // v is not rotated: its cache is the reference's bit for bit, unwritten rows included.
+  for (int64_t i = 0; i < b.v_cache.numel(); ++i)
+    ASSERT_EQ(b.v_cache.bits_flat(i), vc_ref.bits_flat(i)) << "v_cache element " << i << " vs the reference";
   for (const HostTensor* t : {&b.q, &b.k, &b.k_cache, &b.v_cache}) EXPECT_TRUE(t->guards_intact());
 }
 
@@ -168,6 +184,44 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
   EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
   EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
+}
+
+// fp8 caches at the hard cases: every bf16 / f16 value whose f32 quotient by the scale rounds to
+// another code than the exact quotient. Positions 0 leave k unrotated (cos 1, sin 0), so k and v
+// both carry these values into the caches; each code must be the exact quotient's.
+TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType qt : {DType::bf16, DType::f16}) {
+    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+      // The first scale (non-powers of two) with such values.
+      float scale = 0.0f;
+      std::vector<double> hard;
+      for (float candidate : {1.1f, 0.37f, 0.7071f, 0.0123456f, 3.3f}) {
+        hard = double_rounding_values(qt, cache_dt, candidate);
+        scale = candidate;
+        if (!hard.empty()) break;
+      }
+      SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " scale " << scale
+                                        << ": " << hard.size() << " double-rounding values");
+      ASSERT_FALSE(hard.empty()) << "no value to test: the scan found none for any scale";
+      constexpr int64_t Hk = 2, D = 8;
+      const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(hard.size()) + Hk * D - 1) / (Hk * D));
+      const KvShape s{T, 1, Hk, D, D, T, 1};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+      for (int64_t i = 0; i < b.k.numel(); ++i) {
+        const double x = hard[static_cast<size_t>(i) % hard.size()];
+        b.k.set_flat(i, (i / 3) % 2 ? -x : x);  // both signs
+        b.v.set_flat(i, (i / 5) % 2 ? -x : x);
+      }
+      for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
+      const HostTensor k_in = ropetest::gather(b.k.view());
+      TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                          RopeStyle::neox, b.slots, b.paged()));
+      for (int64_t i = 0; i < b.k.numel(); ++i) ASSERT_EQ(b.k.bits_flat(i), k_in.bits_flat(i)) << "k rotated at 0";
+      check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+      check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    }
+  }
 }
 
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
