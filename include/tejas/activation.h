@@ -5,7 +5,8 @@
 //   silu_mul with SiluMulOptions::clamped (gpt-oss's clamped SwiGLU):
 //                  g = min(gate, limit); u = clamp(up, -limit, limit);
 //                  out = g * sigmoid(alpha * g) * (u + 1)
-//                  (gate is clamped from above only; limit and alpha finite and > 0).
+//                  (gate is clamped from above only; limit and alpha positive normal f32
+//                  values, 2^-126 to FLT_MAX: the kernels use them as f32).
 //   Layout: x holds the gate half then the up half. gpt-oss's reference (and vLLM's
 //   swigluoai_and_mul) read interleaved [g0, u0, g1, u1, ...]: de-interleave the w13 weight rows
 //   at load time so the projection writes [gate | up].
@@ -13,7 +14,8 @@
 //   activation dtype before the product), NaN propagates through the clamp (fminf hides it),
 //   and silu(-Inf) = -0 rather than NaN.
 //
-// Shapes: T >= 1, F >= 1. Dtypes: x in {bf16, f16, f32}; out has x's dtype.
+// Shapes: T >= 1, F >= 1 (the emulator and cuda backends: T <= 2^31 - 1, beyond returns
+// unsupported there). Dtypes: x in {bf16, f16, f32}; out has x's dtype.
 // Strides: non-negative; innermost contiguous, token stride free; out must not overlap x or
 // itself. Data pointers aligned to the element size; both on one device.
 // Math in float64 in the reference; one rounding at the end.
@@ -32,7 +34,8 @@
 //     q[T, F] e4m3, scales[T, F / 128] f32 or ue8m0 (its dtype selects the rule).
 //   silu_mul_quant_mx: the rules of quant_mx applied to y, format mxfp4 (q e2m1, scales ue8m0
 //     [T, F / 32]) or nvfp4 (q e2m1, scales e4m3 [T, F / 16], tensor_scale f32 [1] an input,
-//     finite and > 0; checked when it is a host tensor). mxfp8 is not offered.
+//     in [2^-64, 2^64] as in tejas/quant.h; checked when it is a host tensor, or in debug-check
+//     mode). mxfp8 is not offered.
 // x in {bf16, f16} ([T, 2F], T >= 1, F a multiple of the group size). Layout rules as above for
 // x; q and scales: innermost contiguous, non-negative strides, every element its own address,
 // e2m1 rows starting on a byte (even row stride); q and scales overlap neither x nor each

@@ -8,7 +8,7 @@
 // Dtypes: x in {bf16, f16, f32}; weight in {x's dtype, f32}; residual in {bf16, f16, f32};
 //         out in {x's dtype, e4m3}. An e4m3 `out` needs `out_scale` (below); any other `out`
 //         needs `out_scale.scale` absent.
-// eps: finite and > 0.
+// eps: a positive normal f32 value, 2^-126 to FLT_MAX (the kernels use it as f32).
 // Strides: non-negative; innermost dimension contiguous; the token stride is free (views into a
 //          wider buffer are fine; inputs may even repeat rows, stride 0). Outputs (out, residual,
 //          a dynamic scale) must not overlap themselves. `out` may be exactly `x` (same data and
@@ -52,7 +52,8 @@
 //   distinct, e.g. a column-major view (strides [1, T_pad]) for GEMMs that read MN-major scales.
 // Outputs (residual, q, scales) overlap neither each other nor the inputs.
 //
-// Kernels (emulator and cuda backends; H <= 16384, larger H returns unsupported there): one row
+// Kernels (emulator and cuda backends; H <= 16384 and T <= 2^31 - 1, beyond either returns
+// unsupported there): one row
 // per CTA (one warp per row for short rows), the row held in registers between the reductions
 // and the write; f32 arithmetic. bf16 / f16 outputs are within 1 ulp of the reference, f32
 // outputs within a few f32 ulps; fp8 codes match except one code apart where y / s lies within

@@ -15,7 +15,7 @@
 // quant_mx: x[M, K] -> q[M, K], scales[M, K / block]
 //   mxfp8: q e4m3, block 32, scales ue8m0
 //   mxfp4: q e2m1, block 32, scales ue8m0
-//   nvfp4: q e2m1, block 16, scales e4m3, plus tensor_scale f32 [1] (input, > 0, finite)
+//   nvfp4: q e2m1, block 16, scales e4m3, plus tensor_scale f32 [1] (input, in [2^-64, 2^64])
 //   MX (OCP Microscaling v1.0): X = 2^(floor(log2(amax_block)) - emax_elem), emax_elem = 8
 //     (e4m3) or 2 (e2m1); exponents below -127 clamp to -127, so an all-zero block (and any
 //     block with amax_block < 2^(emax_elem - 126)) gets X = 2^-127 (code 0). q = sat_rne(x / X):
@@ -41,7 +41,12 @@
 // outputs must not map two indices to one element; e2m1 tensors need even outer strides (every
 // row starts on a byte; element 0 of a byte is its low nibble). Outputs (q, scales / out) must
 // not overlap the inputs or each other. All tensors on one device.
-// tensor_scale's value (> 0, finite) is validated when it is a host tensor.
+// tensor_scale's value must lie in [kMinTensorScale, kMaxTensorScale] = [2^-64, 2^64]; it is
+// validated when it is a host tensor, and on the cuda backend in debug-check mode (a device read
+// that synchronizes the stream). The bound keeps 1 / (6 * tensor_scale) and
+// 1 / (block_scale * tensor_scale) normal f32 numbers, which the kernels' exact rounding needs;
+// realistic scales (amax_tensor / 2688) are far inside it. Outside it, without debug checks,
+// the cuda backend's codes are unspecified (never a write outside the outputs).
 //
 // Non-finite inputs, per group (block):
 //   NaN anywhere in it: its scale is NaN (f32 NaN, ue8m0 0xFF, e4m3 0x7F) and every q of the
@@ -69,6 +74,10 @@ Status dequant_fp8_group(const ExecContext& ctx, const TensorView& q, const Tens
 enum class MxFormat : uint8_t { mxfp8, mxfp4, nvfp4 };
 
 const char* mx_format_name(MxFormat f);  // "mxfp8", "mxfp4", "nvfp4" ("?" when out of range)
+// nvfp4's tensor_scale range (see above).
+inline constexpr double kMinTensorScale = 0x1p-64;
+inline constexpr double kMaxTensorScale = 0x1p64;
+
 int mx_block_size(MxFormat f);           // 32, 32, 16 (0 when out of range)
 
 Status quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, const TensorView& q,

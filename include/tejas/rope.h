@@ -5,7 +5,8 @@
 // Shapes: positions [T] (i32 or i64); q [T, Hq, D]; k [T, Hk, D] (may be absent);
 //         cos_sin_cache [max_pos, rotary_dim]: row p holds cos(p * f_i) for i < rotary_dim/2,
 //         then sin(p * f_i) for the same i (the layout vLLM and FlashInfer use).
-//         T >= 1, Hq >= 1, Hk >= 1, Hq + Hk <= 2^24, max_pos >= 1.
+//         T >= 1, Hq >= 1, Hk >= 1, Hq + Hk <= 2^24, max_pos >= 1. The emulator and cuda
+//         backends (all three ops) run T <= 2^31 - 1; beyond, unsupported.
 // rotary_dim = cos_sin_cache.shape[1]: even, >= 2, <= D. Dimensions >= rotary_dim are left
 // unchanged, bit for bit (partial rotary), and are neither read nor written by the kernels.
 // Styles, for pair i in [0, rotary_dim/2), with c = cache[p, i], s = cache[p, rotary_dim/2 + i]:
@@ -46,7 +47,8 @@
 //   all D dims (the non-rotary tail too).
 //   enc for caches in q's dtype: the bits, copied. For fp8 caches (e4m3, e5m2):
 //     code = sat_rne(x / scale) (float64 division of the stored value by the f32 scale;
-//     saturating to +-max finite; a NaN gives a NaN code, sign unspecified).
+//     saturating to +-max finite; a NaN gives a NaN code, sign unspecified). The kernels give
+//     the same codes bit for bit, ties and near-ties included.
 //   A negative slot skips the token's cache writes (padding tokens; q and k are still rotated).
 //   Shapes: v [T, Hk, D] (k's shape); slot_mapping [T] i64; k_cache, v_cache
 //     [num_blocks, block_size, Hk, D] (the paged_decode_attention layout, tejas/attention.h),

@@ -15,8 +15,7 @@ namespace tejas::detail {
 Status copy_view_to_host(const char* op, const ExecContext& ctx, const TensorView& device,
                          std::vector<uint8_t>* storage, TensorView* host);
 
-// Reads a device f32 [1] scale through copy_view_to_host and requires it finite and > 0
-// (invalid_argument naming `name` otherwise). An absent tensor passes.
-Status check_device_positive_scale(const char* op, const char* name, const ExecContext& ctx, const TensorView& t);
+// Reads element 0 of a device f32 tensor (a scale) through copy_view_to_host.
+Status read_device_f32(const char* op, const ExecContext& ctx, const TensorView& t, float* value);
 
 }  // namespace tejas::detail

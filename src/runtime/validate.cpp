@@ -36,6 +36,14 @@ Validator& Validator::require(bool condition, const std::string& message) {
   return *this;
 }
 
+Validator& Validator::positive_f32(double value, const char* name) {
+  constexpr double kMin = 0x1p-126, kMax = 3.4028234663852886e38;  // FLT_MIN, FLT_MAX
+  if (value >= kMin && value <= kMax) return *this;  // NaN fails both
+  std::ostringstream os;
+  os << name << ": expected a positive normal f32 value (1.17549e-38 to 3.40282e+38), got " << value;
+  return require(false, os.str());
+}
+
 Validator& Validator::defined(const TensorView& t, const char* name) {
   if (!ok()) return *this;
   if (!t.defined()) return fail(name, "expected a tensor, got none (null data)");
@@ -289,6 +297,12 @@ Status backend_unsupported(const char* op, Backend b, const std::string& detail)
 
 Status cuda_not_built(const char* op, Backend b) {
   return backend_unsupported(op, b, "op in a host-only build (no CUDA)");
+}
+
+Status check_kernel_rows(const char* op, Backend b, const char* tensor, int64_t rows) {
+  if (rows <= kMaxKernelRows) return Status::Ok();
+  return backend_unsupported(op, b, std::string("many rows: ") + tensor + " has " + std::to_string(rows) +
+                                        ", at most 2147483647 (2^31 - 1) run on a kernel backend");
 }
 
 bool debug_checks_enabled(const ExecContext& ctx) {

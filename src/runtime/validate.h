@@ -51,6 +51,10 @@ class Validator {
   Validator& same_device(std::initializer_list<NamedTensor> tensors);
   // Custom rule: `message` is appended after "op: ".
   Validator& require(bool condition, const std::string& message);
+  // A scalar parameter the kernels take as f32 (eps, clamp limits): it must be a positive normal
+  // f32 number, [2^-126, FLT_MAX], so that the conversion only rounds it (a smaller value
+  // would flush toward 0, a larger one become Inf). "eps: expected a positive normal f32 ...".
+  Validator& positive_f32(double value, const char* name);
 
   bool ok() const { return status_.ok(); }
   Status status() const { return status_; }
@@ -82,6 +86,12 @@ Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_
 Status backend_unsupported(const char* op, Backend b, const std::string& detail = "");
 // The cuda backend asked of a host-only build (TEJAS_HOST_ONLY): unsupported, saying so.
 Status cuda_not_built(const char* op, Backend b);
+
+// The row-wise kernels (norm, rope, activation) put rows (tokens) on gridDim.x, whose limit is
+// 2^31 - 1 blocks: beyond kMaxKernelRows rows a kernel backend answers unsupported, naming
+// `tensor` (the reference backend runs any count). Ok otherwise.
+inline constexpr int64_t kMaxKernelRows = (int64_t{1} << 31) - 1;
+Status check_kernel_rows(const char* op, Backend b, const char* tensor, int64_t rows);
 
 // ExecContext::debug_checks or TEJAS_DEBUG_CHECKS=1.
 bool debug_checks_enabled(const ExecContext& ctx);

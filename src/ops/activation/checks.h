@@ -1,7 +1,5 @@
 // Argument checks shared by the activation ops (rules: tejas/activation.h).
 #pragma once
-#include <cmath>
-#include <sstream>
 #include <string>
 
 #include "ops/activation/config.h"
@@ -9,12 +7,6 @@
 #include "tejas/activation.h"
 
 namespace tejas::act {
-
-inline std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 // Non-negative strides, contiguous innermost, data aligned to the element (byte for fp4).
 inline void check_layout(detail::Validator& v, const TensorView& t, const char* name) {
@@ -34,8 +26,7 @@ inline int64_t check_gate_up(detail::Validator& v, const TensorView& x) {
 
 inline void check_options(detail::Validator& v, const SiluMulOptions& o) {
   if (!o.clamped) return;
-  v.require(std::isfinite(o.limit) && o.limit > 0, "options.limit: expected a finite value > 0, got " + number(o.limit));
-  v.require(std::isfinite(o.alpha) && o.alpha > 0, "options.alpha: expected a finite value > 0, got " + number(o.alpha));
+  v.positive_f32(o.limit, "options.limit").positive_f32(o.alpha, "options.alpha");
 }
 
 inline ActOptions to_act_options(const SiluMulOptions& o) {

@@ -5,7 +5,7 @@
 #include "ops/activation/launch_common.h"
 #include "runtime/print_config.h"
 #include "ops/common/cuda_check.h"
-#include "runtime/device_copy.h"
+#include "ops/quant/checks.h"
 #include "runtime/validate.h"
 
 namespace tejas::act {
@@ -23,7 +23,7 @@ Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const 
 Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const QuantArgs& a) {
   // nvfp4's tensor_scale lives on the device: its value is checked in debug-check mode only.
   if (a.tensor_scale && detail::debug_checks_enabled(ctx))
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *a.tensor_scale));
+    TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *a.tensor_scale));
   const QuantConfig c = quant_config(a);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));

@@ -1,6 +1,4 @@
 // Public entry points of the RMSNorm family: validation, backend choice, dispatch.
-#include <cmath>
-#include <sstream>
 #include <string>
 
 #include "ops/norm/launch.h"
@@ -15,12 +13,6 @@ constexpr const char* kRmsNorm = "rms_norm";
 constexpr const char* kFusedAddRmsNorm = "fused_add_rms_norm";
 constexpr const char* kFusedQuant = "fused_add_rms_norm_quant_fp8_group";
 constexpr const char* kScaleName = "out_scale.scale";
-
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 // Layout rules every tensor argument shares: non-negative strides, contiguous innermost
 // dimension, data aligned to the element size.
@@ -67,7 +59,7 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
                                        std::string(dtype_name(out.dtype)) + ", not e4m3), got " +
                                        sc.scale.describe());
   }
-  v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
+  v.positive_f32(eps, "eps");
   v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &sc.scale}});
 
   const TensorView none;
@@ -89,6 +81,7 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
 
 // The validated call on the chosen kernel backend.
 Status run_kernel(const char* op, const ExecContext& ctx, Backend backend, const norm::NormArgs& args) {
+  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", args.x.shape[0]));
   if (backend == Backend::emulator) return norm::launch_norm_emulator(op, ctx, args);
 #if TEJAS_WITH_CUDA
   return norm::launch_norm_cuda(op, ctx, args);
@@ -143,7 +136,7 @@ Status validate_quant(const TensorView& x, const TensorView& residual, const Ten
        {detail::NamedTensor{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}})
     check_layout(v, *nt.t, nt.name);
   v.nonnegative_strides(scales, kScales).element_aligned(scales, kScales);
-  v.require(std::isfinite(eps) && eps > 0.0, "eps: expected a finite value > 0, got " + number(eps));
+  v.positive_f32(eps, "eps");
   v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {kScales, &scales}});
 
   v.distinct_elements(residual, "residual");

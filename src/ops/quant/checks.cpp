@@ -46,12 +46,27 @@ void check_tensor_scale(Validator& v, MxFormat f, const TensorView& ts) {
   v.defined(ts, "tensor_scale").dtype_in(ts, "tensor_scale", {DType::f32}).shape(ts, "tensor_scale", {1});
 }
 
+namespace {
+
+bool tensor_scale_in_range(double value) { return value >= kMinTensorScale && value <= kMaxTensorScale; }
+
+std::string tensor_scale_message(double value) {
+  std::ostringstream got;
+  got << value;
+  return "tensor_scale: expected a value in [2^-64, 2^64], got " + got.str();
+}
+
+}  // namespace
+
 void check_tensor_scale_value(Validator& v, const TensorView& ts) {
   if (!v.ok() || !ts.defined() || ts.device != Device::cpu) return;
   const double value = ref::at(ts, 0);
-  std::ostringstream got;
-  got << value;
-  v.require(std::isfinite(value) && value > 0, "tensor_scale: expected a finite value > 0, got " + got.str());
+  v.require(tensor_scale_in_range(value), tensor_scale_message(value));  // NaN fails both bounds
+}
+
+Status tensor_scale_value_status(const char* op, double value) {
+  if (tensor_scale_in_range(value)) return Status::Ok();
+  return Status::InvalidArgument(std::string(op) + ": " + tensor_scale_message(value));
 }
 
 }  // namespace tejas::quant_detail

@@ -18,8 +18,14 @@ bool valid_format(MxFormat f);
 
 // tensor_scale: f32 [1] for nvfp4, absent otherwise.
 void check_tensor_scale(detail::Validator& v, MxFormat f, const TensorView& tensor_scale);
-// Its value (> 0, finite), read when it is a host tensor: call this last, after the device
-// and overlap checks.
+// Its value (in [kMinTensorScale, kMaxTensorScale]), read when it is a host tensor: call this
+// last, after the device and overlap checks.
 void check_tensor_scale_value(detail::Validator& v, const TensorView& tensor_scale);
+// The same rule for a value read from the device (debug-check mode): invalid_argument naming
+// tensor_scale, prefixed by `op`.
+Status tensor_scale_value_status(const char* op, double value);
+// Debug-check mode on the cuda backend: reads a device tensor_scale (synchronizing ctx.stream)
+// and applies the rule above. Defined in launch.cu: builds with device code only.
+Status check_device_tensor_scale(const char* op, const ExecContext& ctx, const TensorView& tensor_scale);
 
 }  // namespace tejas::quant_detail

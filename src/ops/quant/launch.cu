@@ -4,15 +4,26 @@
 
 #include "ops/common/cuda_check.h"
 #include "runtime/device_copy.h"
+#include "ops/quant/checks.h"
 #include "ops/quant/kernel_select.h"
 #include "ops/quant/launch.h"
+
+namespace tejas::quant_detail {
+
+Status check_device_tensor_scale(const char* op, const ExecContext& ctx, const TensorView& tensor_scale) {
+  float value = 0.0f;
+  TEJAS_RETURN_IF_ERROR(detail::read_device_f32(op, ctx, tensor_scale, &value));
+  return tensor_scale_value_status(op, value);
+}
+
+}  // namespace tejas::quant_detail
 
 namespace tejas::quant_kernel {
 
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.t.tensor_scale));
+    TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   for (int64_t i = 0; i < plan.num_launches; ++i) {
     const QuantLaunch l = quant_launch(plan, i);
@@ -27,7 +38,7 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(detail::check_device_positive_scale(op, "tensor_scale", ctx, *plan.t.tensor_scale));
+    TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   for (int64_t i = 0; i < plan.num_launches; ++i) {
     const DequantLaunch l = dequant_launch(plan, i);

@@ -45,7 +45,10 @@ Status validate_mrope(const TensorView& positions, const TensorView& q, const Te
   rotary::check_qk_cache(v, positions.shape[1], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
   if (!v.ok()) return v.status();
   const int64_t half = cache.shape[1] / 2;
-  v.require(s.temporal >= 0 && s.height >= 0 && s.width >= 0 && s.temporal + s.height + s.width == half,
+  // Each size bounded before the sum: three huge sizes must not wrap around to `half`.
+  const auto in_range = [half](int64_t n) { return n >= 0 && n <= half; };
+  v.require(in_range(s.temporal) && in_range(s.height) && in_range(s.width) &&
+                s.temporal + s.height + s.width == half,
             "section: expected three sizes >= 0 summing to rotary_dim / 2 = " + std::to_string(half) + ", got {" +
                 std::to_string(s.temporal) + ", " + std::to_string(s.height) + ", " + std::to_string(s.width) + "}");
   v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cache}});
@@ -54,6 +57,7 @@ Status validate_mrope(const TensorView& positions, const TensorView& q, const Te
 
 // Kernel backends: positions checked in debug-check mode, then the kernel.
 Status run_kernels(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
+  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "q", a.q.shape[0]));
   if (detail::debug_checks_enabled(ctx)) {
     std::vector<uint8_t> storage;
     TensorView host;

@@ -115,6 +115,7 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
   a.slots = slot_mapping;
   a.cache = cache;
   a.style = style;
+  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(kOp, backend, "q", q.shape[0]));
   if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(ctx, backend, a));
   return rotary::run_kernel_backend(kOp, ctx, backend, a);
 }

@@ -116,6 +116,26 @@ TEST(QuantMxKernel, Nvfp4TensorScaleExtremes) {
   for (double factor : {1e-3, 0.37, 3.0, 1e4}) run_random({MxFormat::nvfp4, DType::bf16, {4, 128}}, rng, factor);
 }
 
+// tensor_scale at the ends of its range [2^-64, 2^64] (tejas/quant.h), x scaled with it so that
+// block scales span e4m3's range: the reciprocals the kernel forms stay normal, codes exact.
+TEST(QuantMxKernel, Nvfp4TensorScaleAtRangeEnds) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int e : {-64, 64}) {
+    for (DType xd : {DType::bf16, DType::f32}) {
+      SCOPED_TRACE(testing::Message() << "tensor_scale 2^" << e << " x " << dtype_name(xd));
+      const MxCase c{MxFormat::nvfp4, xd, {3, 160}};
+      PlacedTensor x(xd, c.shape);
+      fill_blocks(x, rng, mx_block_size(c.f));
+      const double ts_value = std::ldexp(1.0, e);
+      const double k = ts_value * kNvfp4Range / max_abs(x);  // the largest block reaches 448 * 6
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, x.value(i) * k);
+      PlacedTensor ts(DType::f32, {1});
+      ts.set(0, ts_value);
+      check_quant(c, x, &ts);
+    }
+  }
+}
+
 TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -211,9 +211,11 @@ TEST(QuantMxValidation, TensorScaleDtypeAndShape) {
   });
 }
 
-TEST(QuantMxValidation, TensorScaleValuePositiveFinite) {
+TEST(QuantMxValidation, TensorScaleValueInRange) {
+  // Non-positive, non-finite, and just outside [2^-64, 2^64] (tejas/quant.h: the kernels need
+  // 1 / (6 * tensor_scale) and 1 / (block_scale * tensor_scale) normal).
   const double bad[] = {0.0, -0.0, -0.5, std::numeric_limits<double>::infinity(),
-                        std::numeric_limits<double>::quiet_NaN()};
+                        std::numeric_limits<double>::quiet_NaN(), 0x1p-65, 0x1p65, 1e-40, 1e38};
   for (double v : bad) {
     SCOPED_TRACE(testing::Message() << "tensor_scale " << v);
     for_all({MxFormat::nvfp4}, [v](MxCall& c) {

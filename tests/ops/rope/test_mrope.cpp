@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,10 @@ const BadCase kBad[] = {
     {"SectionSum", [](TensorView&, TensorView&, TensorView&, TensorView&, MropeSection& s) { s.width = 5; },
      "mrope: section: expected three sizes >= 0 summing to rotary_dim / 2 = 8"},
     {"SectionNegative", [](TensorView&, TensorView&, TensorView&, TensorView&, MropeSection& s) { s.temporal = -1; s.height = 7; },
+     "mrope: section: expected three sizes >= 0"},
+    // Two huge sizes whose int64 sum wraps around to rotary_dim / 2 must not pass.
+    {"SectionSumWraps", [](TensorView&, TensorView&, TensorView&, TensorView&, MropeSection& s) {
+       s.temporal = INT64_MAX; s.height = INT64_MAX; s.width = 10; },
      "mrope: section: expected three sizes >= 0"},
     {"KDtype", [](TensorView&, TensorView&, TensorView& k, TensorView&, MropeSection&) { k.dtype = DType::f16; },
      "mrope: k: expected dtype bf16 (as q)"},
