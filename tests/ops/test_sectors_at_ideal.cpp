@@ -1,7 +1,9 @@
 // Every memory-bound kernel, on production shapes (WORKLOADS.md) with every tensor where
 // cudaMalloc would put it (256-byte aligned, packed): each global request touches the fewest
-// 32-byte sectors its bytes allow (emu::Counters::excess_*_sectors() == 0), and unique bytes are
-// the compulsory traffic. Exceptions, pinned where they arise: rope with an f32 cos/sin cache
+// 32-byte sectors its bytes allow (emu::Counters::excess_*_sectors() == 0), unique bytes are
+// the compulsory traffic, and shared memory (where a kernel uses it) has no bank conflicts. Every
+// input dtype and scale kind of each op, and each kernel path (norm: warp or CTA per row, FP8
+// outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they arise: rope with an f32 cos/sin cache
 // (half-used sectors, reused from L1 by the next request: tests/ops/rope/test_rope_kernel.cpp)
 // and fp4 scale rows that start mid-sector (below). Values are random; correctness is the kernel
 // tests' business, this file pins the access pattern.
@@ -52,7 +54,8 @@ ExecContext emulator() {
 }
 
 struct Totals {
-  uint64_t excess_load = 0, excess_store = 0, read = 0, written = 0, prefetches = 0;
+  uint64_t excess_load = 0, excess_store = 0, read = 0, written = 0, prefetches = 0, bank_conflicts = 0;
+  uint64_t shared_requests = 0;
 };
 
 Totals totals() {
@@ -64,6 +67,8 @@ Totals totals() {
     t.read += r.counters.global_bytes_read_unique;
     t.written += r.counters.global_bytes_written_unique;
     t.prefetches += r.counters.global_prefetches;
+    t.bank_conflicts += r.counters.bank_conflict_wavefronts();
+    t.shared_requests += r.counters.shared_requests;
   }
   return t;
 }
@@ -75,6 +80,7 @@ void expect_ideal(const std::string& what, uint64_t read, uint64_t written, uint
   EXPECT_EQ(t.excess_store, store_excess) << what;
   EXPECT_EQ(t.read, read) << what;
   EXPECT_EQ(t.written, written) << what;
+  EXPECT_EQ(t.bank_conflicts, 0u) << what;
 }
 
 uint64_t bytes(const Buf& b) { return static_cast<uint64_t>(b.v.numel() * dtype_bits(b.v.dtype) / 8); }
@@ -97,6 +103,58 @@ TEST(SectorsAtIdeal, Norm) {
     ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s.v).ok());
     expect_ideal("fused_add_rms_norm_quant_fp8_group " + at, 2 * bytes(x) + bytes(w),
                  bytes(res) + bytes(q) + bytes(s));
+  }
+}
+
+// The other norm paths: short rows (one warp per row: H 128 and 1024), f16 and f32 x, FP8
+// output with a dynamic (per-row scale written) or static (scale read) scale, ue8m0 group
+// scales. Rows stay whole sectors (H a multiple of 16 elements).
+TEST(SectorsAtIdeal, NormOtherPaths) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 5;
+  for (int64_t H : {128, 1024, 5120}) {
+    for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
+      const std::string at = "H=" + std::to_string(H) + " " + std::string(dtype_name(xd));
+      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng);
+      Buf out = make(xd, {T, H}, rng), q = make(DType::e4m3, {T, H}, rng);
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+      expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
+      ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
+      expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
+      Buf dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
+      *static_cast<float*>(stat.v.data) = 0.25f;
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+      expect_ideal("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
+      expect_ideal("rms_norm fp8 static " + at, bytes(x) + bytes(w) + bytes(stat), bytes(q));
+      Buf s8 = make(DType::ue8m0, {T, H / 128}, rng);
+      ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s8.v).ok());
+      expect_ideal("fused_add_rms_norm_quant_fp8_group ue8m0 " + at, 2 * bytes(x) + bytes(w),
+                   bytes(res) + bytes(q) + bytes(s8));
+    }
+  }
+}
+
+// fp8-group output at vec 1 and 2 (x 2 or 4 bytes off its 16-byte alignment): a group of 128
+// spans 64-128 threads, so group maxima meet in shared memory (norm kernel.cuh,
+// group_amax_warp / group_amax_wide). No bank conflicts there; bytes still compulsory.
+TEST(SectorsAtIdeal, NormWideGroupsMeetInSharedMemoryWithoutConflicts) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 3;
+  for (int64_t H : {1024, 4096, 16384}) {
+    for (int64_t shift : {1, 2}) {  // bf16 elements: vec 1 and vec 2
+      const std::string at = "H=" + std::to_string(H) + " shift " + std::to_string(shift);
+      Buf xbuf = make(DType::bf16, {T * H + 8}, rng);
+      TensorView x = TensorView::contiguous(static_cast<uint16_t*>(xbuf.v.data) + shift, DType::bf16, {T, H});
+      Buf res = make(DType::bf16, {T, H}, rng), w = make(DType::bf16, {H}, rng);
+      Buf q = make(DType::e4m3, {T, H}, rng), s = make(DType::f32, {T, H / 128}, rng);
+      ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x, res.v, w.v, kEps, q.v, s.v).ok());
+      const Totals t = totals();
+      EXPECT_GT(t.shared_requests, 0u) << at << ": the group maxima did not go through shared memory";
+      EXPECT_EQ(t.bank_conflicts, 0u) << at;
+      EXPECT_EQ(t.read, 2 * bytes(res) + bytes(w)) << at;
+      EXPECT_EQ(t.written, bytes(res) + bytes(q) + bytes(s)) << at;
+    }
   }
 }
 
@@ -131,6 +189,23 @@ TEST(SectorsAtIdeal, Activation) {
   }
 }
 
+// f16 activations, and the fp8 fusion with ue8m0 scales.
+TEST(SectorsAtIdeal, ActivationF16AndUe8m0) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 3, F = 4096;
+  Buf x = make(DType::f16, {T, 2 * F}, rng), out = make(DType::f16, {T, F}, rng);
+  ASSERT_TRUE(silu_mul(emulator(), x.v, out.v).ok());
+  expect_ideal("silu_mul f16", bytes(x), bytes(out));
+  ASSERT_TRUE(gelu_tanh_mul(emulator(), x.v, out.v).ok());
+  expect_ideal("gelu_tanh_mul f16", bytes(x), bytes(out));
+  Buf q = make(DType::e4m3, {T, F}, rng), s = make(DType::ue8m0, {T, F / 128}, rng);
+  ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s.v).ok());
+  expect_ideal("silu_mul_quant_fp8_group f16 ue8m0", bytes(x), bytes(q) + bytes(s));
+  Buf q4 = make(DType::e2m1, {T, F}, rng), s4 = make(DType::ue8m0, {T, F / 32}, rng);
+  ASSERT_TRUE(silu_mul_quant_mx(emulator(), MxFormat::mxfp4, x.v, q4.v, s4.v).ok());
+  expect_ideal("silu_mul_quant_mx mxfp4 f16", bytes(x), bytes(q4) + bytes(s4));
+}
+
 TEST(SectorsAtIdeal, Quant) {
   TEJAS_SEEDED_TEST_RNG();
   for (int64_t K : {2048, 2880, 7168}) {
@@ -156,6 +231,40 @@ TEST(SectorsAtIdeal, Quant) {
     *static_cast<float*>(ts.v.data) = 0.5f;  // tensor_scale: > 0, finite
     ASSERT_TRUE(quant_mx(emulator(), MxFormat::nvfp4, x.v, q4.v, sn.v, ts.v).ok());
     expect_ideal("quant_mx nvfp4 " + at, bytes(x) + bytes(ts), bytes(q4) + bytes(sn));
+    ASSERT_TRUE(dequant_mx(emulator(), MxFormat::nvfp4, q4.v, sn.v, ts.v, out.v).ok());
+    expect_ideal("dequant_mx nvfp4 " + at, bytes(q4) + bytes(sn) + bytes(ts), bytes(out));
+    ASSERT_TRUE(dequant_mx(emulator(), MxFormat::mxfp8, q8.v, s8.v, TensorView{}, out.v).ok());
+    expect_ideal("dequant_mx mxfp8 " + at, bytes(q8) + bytes(s8), bytes(out));
+  }
+}
+
+// quant_fp8_group with ue8m0 scales, and f16 / f32 inputs and outputs of every quant op.
+TEST(SectorsAtIdeal, QuantOtherDtypes) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t M = 3, K = 4096;
+  for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
+    const std::string at(dtype_name(xd));
+    Buf x = make(xd, {M, K}, rng), out = make(xd, {M, K}, rng);
+    Buf q = make(DType::e4m3, {M, K}, rng), sf = make(DType::f32, {M, K / 128}, rng);
+    Buf su = make(DType::ue8m0, {M, K / 128}, rng);
+    for (const Buf* s : {&sf, &su}) {
+      const std::string what = at + (s == &sf ? " f32 scales" : " ue8m0 scales");
+      ASSERT_TRUE(quant_fp8_group(emulator(), x.v, q.v, s->v).ok());
+      expect_ideal("quant_fp8_group " + what, bytes(x), bytes(q) + bytes(*s));
+      ASSERT_TRUE(dequant_fp8_group(emulator(), q.v, s->v, out.v).ok());
+      expect_ideal("dequant_fp8_group " + what, bytes(q) + bytes(*s), bytes(out));
+    }
+    Buf q8 = make(DType::e4m3, {M, K}, rng), s8 = make(DType::ue8m0, {M, K / 32}, rng);
+    ASSERT_TRUE(quant_mx(emulator(), MxFormat::mxfp8, x.v, q8.v, s8.v).ok());
+    expect_ideal("quant_mx mxfp8 " + at, bytes(x), bytes(q8) + bytes(s8));
+    ASSERT_TRUE(dequant_mx(emulator(), MxFormat::mxfp8, q8.v, s8.v, TensorView{}, out.v).ok());
+    expect_ideal("dequant_mx mxfp8 " + at, bytes(q8) + bytes(s8), bytes(out));
+    Buf q4 = make(DType::e2m1, {M, K}, rng), sn = make(DType::e4m3, {M, K / 16}, rng), ts = make(DType::f32, {1}, rng);
+    *static_cast<float*>(ts.v.data) = 0.5f;
+    ASSERT_TRUE(quant_mx(emulator(), MxFormat::nvfp4, x.v, q4.v, sn.v, ts.v).ok());
+    expect_ideal("quant_mx nvfp4 " + at, bytes(x) + bytes(ts), bytes(q4) + bytes(sn));
+    ASSERT_TRUE(dequant_mx(emulator(), MxFormat::nvfp4, q4.v, sn.v, ts.v, out.v).ok());
+    expect_ideal("dequant_mx nvfp4 " + at, bytes(q4) + bytes(sn) + bytes(ts), bytes(out));
   }
 }
 
