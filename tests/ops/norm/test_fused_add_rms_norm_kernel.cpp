@@ -4,6 +4,8 @@
 // outputs, and the emulator's counters.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/common/emu_launch.h"
@@ -77,6 +79,54 @@ TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
   }
   TEJAS_ASSERT_OK(fused_add_rms_norm(ctx_for(Backend::emulator), x, res, w, kEps, out));
   for (int64_t h = 0; h < 8; ++h) EXPECT_EQ(res.get({0, h}), h % 2 ? kUp : -kUp) << h;
+}
+
+// Non-finite rows on each kernel path (warp per row, CTA per row, misaligned vec 1): a NaN in x
+// (row 0: NaN residual element, all-NaN output row), a sum that overflows the residual's dtype
+// (row 1: Inf stored; rsqrt(Inf) = 0 makes the row 0, with NaN = Inf * 0 at that column), an Inf
+// weight (column 3 of every row: +-Inf or NaN output there), finite rows unharmed. Kernel against reference: the same
+// values (NaN where NaN, the same infinities), finite outputs within 1 ulp.
+void run_non_finite(Backend b, check::Rng& rng) {
+  struct Case {
+    int64_t T, H, shift;
+  };
+  for (const Case& s : {Case{4, 40, 0}, Case{4, 2048, 0}, Case{3, 4100, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "T=" << s.T << " H=" << s.H << " shift=" << s.shift);
+    HostTensor x = shifted(DType::bf16, s.T, s.H, 0, s.shift), w(DType::f32, {s.H});
+    HostTensor res_ref(DType::bf16, {s.T, s.H}), res_got = shifted(DType::bf16, s.T, s.H, 0, s.shift);
+    HostTensor out_ref(DType::bf16, {s.T, s.H}), out_got = shifted(DType::bf16, s.T, s.H, 0, s.shift);
+    fill_rows(x, rng);
+    fill_rows(res_ref, rng);
+    check::fill_normal(w, rng, 1.0, 0.5);
+    x.set({0, 7}, std::numeric_limits<double>::quiet_NaN());
+    x.set({1, 1}, 3.0e38);  // bf16 max is ~3.39e38: the sum overflows
+    res_ref.set({1, 1}, 3.0e38);
+    w.set({3}, std::numeric_limits<double>::infinity());
+    res_got.copy_from(res_ref);
+    auto call = [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+      return fused_add_rms_norm(ctx, v[0], v[1], v[2], kEps, v[3]);
+    };
+    TEJAS_ASSERT_OK(run_backend(Backend::reference, {&x, &res_ref, &w, &out_ref}, call));
+    TEJAS_ASSERT_OK(run_backend(b, {&x, &res_got, &w, &out_got}, call));
+    ASSERT_TRUE(std::isnan(out_ref.get({0, 0})) && std::isinf(res_ref.get({1, 1})) && out_ref.get({1, 0}) == 0.0 &&
+                std::isnan(out_ref.get({1, 1})) && std::isinf(out_ref.get({2, 3})))
+        << "the reference no longer makes the rows this test is about";
+    auto r = check::compare(res_got, res_ref, check::Tolerance{});  // equal values, NaN where NaN
+    EXPECT_TRUE(r.ok) << "residual: " << r.message;
+    r = check::compare(out_got, out_ref, tolerance_for(DType::bf16));
+    EXPECT_TRUE(r.ok) << "out: " << r.message;
+  }
+}
+
+TEST(FusedAddRmsNormKernel, NonFiniteRows) {
+  TEJAS_SEEDED_TEST_RNG();
+  run_non_finite(Backend::emulator, rng);
+}
+
+TEST(FusedAddRmsNormKernelCuda, NonFiniteRows) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  run_non_finite(Backend::cuda, rng);
 }
 
 TEST(FusedAddRmsNormKernel, EmulatorCounters) {
