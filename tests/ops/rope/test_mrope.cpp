@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/cuda_mem.h"
@@ -204,6 +205,11 @@ void kernel_vs_reference(check::Rng& rng, Backend backend) {
           TEJAS_ASSERT_OK(check::device_synchronize());
           TEJAS_ASSERT_OK(q.download(in.q));
           TEJAS_ASSERT_OK(k.download(in.k));
+          for (auto [m, name] : {std::pair{&q, "q"}, {&k, "k"}}) {
+            bool intact = false;
+            TEJAS_ASSERT_OK(m->guards_intact(&intact));
+            EXPECT_TRUE(intact) << name << " device guards";
+          }
         }
         auto r = check::compare(in.q, q_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1));
         EXPECT_TRUE(r.ok) << "q: " << r.message;

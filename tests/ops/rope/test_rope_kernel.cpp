@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/cuda_mem.h"
@@ -73,9 +74,11 @@ void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeSt
     TEJAS_ASSERT_OK(check::device_synchronize());
     TEJAS_ASSERT_OK(q.download(in.q));
     TEJAS_ASSERT_OK(k.download(in.k));
-    bool intact = false;
-    TEJAS_ASSERT_OK(q.guards_intact(&intact));
-    EXPECT_TRUE(intact) << "q device guards";
+    for (auto [m, name] : {std::pair{&q, "q"}, {&k, "k"}}) {
+      bool intact = false;
+      TEJAS_ASSERT_OK(m->guards_intact(&intact));
+      EXPECT_TRUE(intact) << name << " device guards";
+    }
   }
   const check::Tolerance tol = ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1);
   auto r = check::compare(in.q, q_ref, tol);
