@@ -314,6 +314,19 @@ TEST(SectorsAtIdeal, Rope) {
   PagedKvCache pc{kc.v, vc.v, {}, {}};
   ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, RopeStyle::neox, slots.v, pc).ok());
   expect_ideal("rope_kv_cache_write", qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots), qk + 2 * bytes(k));
+
+  // fp8 caches (e4m3, e5m2): 128-byte rows per (token, head), the two f32 scales read once each.
+  for (DType cd : {DType::e4m3, DType::e5m2}) {
+    Buf kc8 = make(cd, {kBlocks, kPage, Hk, D}, rng), vc8 = make(cd, {kBlocks, kPage, Hk, D}, rng);
+    Buf ks = make(DType::f32, {1}, rng), vs = make(DType::f32, {1}, rng);
+    *static_cast<float*>(ks.v.data) = 0.05f;
+    *static_cast<float*>(vs.v.data) = 0.02f;
+    const PagedKvCache pc8{kc8.v, vc8.v, ks.v, vs.v};
+    ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, RopeStyle::neox, slots.v, pc8).ok());
+    expect_ideal("rope_kv_cache_write " + std::string(dtype_name(cd)),
+                 qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
+                 qk + 2 * T * Hk * D);
+  }
 }
 
 }  // namespace
