@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
+#include "check/host_tensor.h"
 #include "runtime/validate.h"
 #include "support/seed.h"
 
@@ -134,4 +138,61 @@ TEST(HostTensor, MovedFromIsEmptyAndCopiesKeepTheViewOffset) {
   e = std::move(b);
   EXPECT_EQ(e.get({2, 3}), 3.0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(e.view().data) % 256, 4u);
+}
+
+// ue8m0 is unsigned (code = biased exponent, 0xFF NaN): neighbouring codes are one apart and
+// 0x00 / 0x80 (2^-127 / 2^1) are 128 apart, not the 0 a sign-magnitude reading gives. The float
+// formats keep their sign-magnitude line; integers count values.
+TEST(HostTensor, UlpDistanceOrdersEachFormat) {
+  using tejas::check::ulp_distance;
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0x7F, 0x80), 1);
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0x00, 0x80), 128);
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0x80, 0x00), 128);
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0x00, 0xFE), 254);
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0x85, 0x85), 0);
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0xFF, 0x7F), kHuge);  // NaN
+  EXPECT_EQ(ulp_distance(DType::ue8m0, 0xFF, 0xFF), kHuge);
+  EXPECT_EQ(ulp_distance(DType::u8, 0x00, 0xC8), 200);
+  EXPECT_EQ(ulp_distance(DType::i8, 0xFF, 0x01), 2);     // -1 .. 1
+  EXPECT_EQ(ulp_distance(DType::i8, 0x80, 0x7F), 255);   // -128 .. 127
+  EXPECT_EQ(ulp_distance(DType::i32, 0xFFFFFFFFu, 0x0), 1);
+  EXPECT_EQ(ulp_distance(DType::e4m3, 0x00, 0x80), 0);   // +0, -0
+  EXPECT_EQ(ulp_distance(DType::e4m3, 0x01, 0x81), 2);   // smallest subnormals of both signs
+  EXPECT_EQ(ulp_distance(DType::e4m3, 0x7E, 0x7D), 1);
+  EXPECT_EQ(ulp_distance(DType::e4m3, 0x7F, 0x7E), kHuge);  // NaN
+  EXPECT_EQ(ulp_distance(DType::e2m1, 0x1, 0x9), 2);     // +-0.5
+  EXPECT_EQ(ulp_distance(DType::bf16, 0x3F80, 0x3F81), 1);
+  EXPECT_EQ(ulp_distance(DType::bf16, 0xBF80, 0x3F80), 2 * 0x3F80);
+}
+
+// The poison byte is per thread and scoped; tensors keep the byte they were made with (copies
+// too), and padding_intact() checks against it.
+TEST(HostTensor, ScopedPoisonFillsNewTensors) {
+  using tejas::check::HostTensor;
+  using tejas::check::ScopedPoison;
+  EXPECT_EQ(tejas::check::current_poison(), tejas::check::kDefaultPoison);
+  HostTensor before(DType::ue8m0, {3}, 1);
+  {
+    const ScopedPoison zero(0x00);
+    const ScopedPoison inner(0x55);
+    HostTensor scales(DType::ue8m0, {3}, 1), codes(DType::e2m1, {2, 4}, 2), f(DType::f32, {2});
+    EXPECT_EQ(scales.poison_byte(), 0x55);
+    EXPECT_EQ(scales.bits_flat(2), 0x55u);
+    EXPECT_EQ(codes.bits_flat(5), 0x5u);
+    EXPECT_EQ(codes.poison_code(), 0x5u);
+    EXPECT_EQ(f.bits_flat(1), 0x55555555u);
+    EXPECT_TRUE(std::isfinite(f.get_flat(1)));
+    EXPECT_TRUE(codes.padding_intact());
+    const HostTensor copy = codes;
+    EXPECT_EQ(copy.poison_byte(), 0x55);
+    EXPECT_TRUE(copy.padding_intact());
+    static_cast<uint8_t*>(codes.view().data)[2] = 0xF5;  // the padding's high nibble of row 0
+    EXPECT_FALSE(codes.padding_intact());
+  }
+  EXPECT_EQ(tejas::check::current_poison(), tejas::check::kDefaultPoison);
+  EXPECT_EQ(before.bits_flat(0), 0xFFu);
+  EXPECT_TRUE(before.padding_intact());
+  HostTensor after(DType::e2m1, {2});
+  EXPECT_EQ(after.bits_flat(1), 0xFu);  // -6: why 0xFF is no NaN poison for fp4
 }

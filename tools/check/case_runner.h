@@ -27,13 +27,6 @@ struct CaseResult {
 
 enum class Role : uint8_t { input, output, inout };
 
-// How an output is judged against the reference's output of the same dtype.
-struct Rule {
-  Tolerance tol;
-  bool exact = false;   // bitwise code equality
-  bool inf_ok = false;  // --backend reference: infinities are expected here (e.g. lse = -inf)
-};
-
 // The tensors as the op sees them on one backend, looked up by argument name.
 class Args {
  public:
@@ -43,6 +36,25 @@ class Args {
 
  private:
   std::vector<std::pair<std::string, TensorView>> items_;
+};
+
+// Tie-aware codes: for fp8 / fp4 codes and power-of-two scales of values a kernel computes in
+// f32, whose rounding may fall on the other side of a rounding boundary than float64's where the
+// value lies next to one. `codes(want, got, r)` returns the code of every element (row-major over
+// the output's shape) that the float64 value it is rounded from gives after scaling by (1 + r);
+// `want` holds the reference backend's tensors after its call, `got` the backend's under test
+// (codes are judged against the scale the backend stored, as the headers define them).
+using TieCodes = std::function<std::vector<uint64_t>(const Args& want, const Args& got, double r)>;
+
+// How an output is judged against the reference's output of the same dtype.
+struct Rule {
+  Tolerance tol;
+  bool exact = false;   // bitwise code equality
+  bool inf_ok = false;  // --backend reference: infinities are expected here (e.g. lse = -inf)
+  // When set: bitwise equality, or the code of the element's value moved by -tie_rel or +tie_rel
+  // (compare_codes): one step, and only within tie_rel of a boundary. NaN only against NaN.
+  TieCodes tie_codes;
+  double tie_rel = 0.0;
 };
 
 class Case {
@@ -56,6 +68,8 @@ class Case {
   // Read and written in place (rope's q and k, fused_add_rms_norm's residual).
   HostTensor& inout(const std::string& name, DType dt, std::vector<int64_t> shape, Rule rule, int64_t inner_pad = 0);
   void set_call(Call c) { call_ = std::move(c); }
+  // Replaces the rule of output `name` (one that depends on the inputs, once they are filled).
+  void set_rule(const std::string& name, Rule rule);
 
   struct Arg {
     std::string name;

@@ -95,7 +95,7 @@ Case merge_case(Rng& rng, DType dt, int64_t N, int64_t H, int64_t D, bool out_ls
   HostTensor& vb = c.in("v_b", dt, {N, H, D});
   fill_normal(vb, rng);
   fill_lse(c.in("lse_b", DType::f32, {N, H}), rng, {2});
-  c.out("out", dt, {N, H, D}, float_rule(dt, 0x1p-20 * max_abs(vb)));
+  c.out("out", dt, {N, H, D}, merge_rule(dt, 0x1p-20 * max_abs(vb)));
   if (out_lse) c.out("out_lse", DType::f32, {N, H}, lse_rule(/*inf_ok=*/true));
   c.set_call([](const ExecContext& ctx, const Args& a) {
     return merge_attention_states(ctx, a["v_a"], a["lse_a"], a["v_b"], a["lse_b"], a["out"], a["out_lse"]);
@@ -108,7 +108,7 @@ Case merge_n_case(Rng& rng, DType dt, int64_t S, int64_t N, int64_t H, int64_t D
   HostTensor& v = c.in("v_parts", dt, {S, N, H, D});
   fill_normal(v, rng);
   fill_lse(c.in("lse_parts", DType::f32, {S, N, H}), rng, {0});  // token 0: every part empty
-  c.out("out", dt, {N, H, D}, float_rule(dt, 0x1p-20 * max_abs(v)));
+  c.out("out", dt, {N, H, D}, merge_rule(dt, 0x1p-20 * max_abs(v)));
   c.out("out_lse", DType::f32, {N, H}, lse_rule(/*inf_ok=*/true));
   c.set_call([](const ExecContext& ctx, const Args& a) {
     return merge_attention_states_n(ctx, a["v_parts"], a["lse_parts"], a["out"], a["out_lse"]);

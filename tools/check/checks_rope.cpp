@@ -1,10 +1,12 @@
 // rope cases: neox and gptj, full and partial rotary dims, strided heads, k absent, i32 and i64
 // positions, f32 caches and caches in q's dtype. mrope cases: Qwen2-VL sections and sections
 // that force narrow vectors. rope_kv_cache_write cases: bf16/f16/e4m3/e5m2 caches, skipped tokens.
+#include <algorithm>
 #include <cmath>
 
 #include "check/op_checks.h"
 #include "check/tolerances.h"
+#include "ops/common/ref_numeric.h"
 #include "tejas/rope.h"
 
 namespace tejas::check {
@@ -12,8 +14,21 @@ namespace tejas::check {
 namespace {
 constexpr double kRopeBase = 10000.0;
 constexpr int64_t kMaxPos = 64;
-// a*cos - b*sin cancels: a result near zero keeps the f32 error of its |a| + |b| ~ 8 sized terms.
-constexpr double kRopeAbs = 1e-5;
+
+// 2 max |x| over q and k: bounds |a| + |b| of every rotated pair (rope_rule).
+double max_pair_sum(const Case& c) {
+  double m = 0.0;
+  for (const auto& a : c.args())
+    if (a.name == "q" || a.name == "k") m = std::max(m, max_abs(*a.host));
+  return 2.0 * m;
+}
+
+// Sets q's and k's rule (rope_rule) from their filled values.
+void set_rotation_rules(Case& c, DType qk) {
+  const Rule r = rope_rule(qk, max_pair_sum(c));
+  c.set_rule("q", r);
+  c.set_rule("k", r);
+}
 
 struct RopeShape {
   RopeStyle style;
@@ -40,8 +55,9 @@ Case rope_case(Rng& rng, const RopeShape& s) {
                      dtype_name(s.pos), s.pad ? " strided heads" : ""));
   fill_randint(c.in("positions", s.pos, {s.T}), rng, 0, kMaxPos - 1);
   fill_cache(c.in("cos_sin_cache", s.cache, {kMaxPos, s.rotary}), s.rotary);
-  fill_normal(c.inout("q", s.qk, {s.T, s.Hq, s.D}, float_rule(s.qk, kRopeAbs), s.pad), rng);
-  if (s.Hk > 0) fill_normal(c.inout("k", s.qk, {s.T, s.Hk, s.D}, float_rule(s.qk, kRopeAbs), s.pad), rng);
+  fill_normal(c.inout("q", s.qk, {s.T, s.Hq, s.D}, Rule{}, s.pad), rng);
+  if (s.Hk > 0) fill_normal(c.inout("k", s.qk, {s.T, s.Hk, s.D}, Rule{}, s.pad), rng);
+  set_rotation_rules(c, s.qk);
   const RopeStyle style = s.style;
   c.set_call([style](const ExecContext& ctx, const Args& a) {
     return rope(ctx, a["positions"], a["q"], a["k"], a["cos_sin_cache"], style);
@@ -56,8 +72,9 @@ Case mrope_case(Rng& rng, DType qk, DType cache, int64_t T, int64_t Hq, int64_t 
                       sec.temporal, "/", sec.height, "/", sec.width, " cache ", dtype_name(cache)));
   fill_randint(c.in("positions", DType::i64, {3, T}), rng, 0, kMaxPos - 1);
   fill_cache(c.in("cos_sin_cache", cache, {kMaxPos, rotary}), rotary);
-  fill_normal(c.inout("q", qk, {T, Hq, D}, float_rule(qk, kRopeAbs)), rng);
-  if (Hk > 0) fill_normal(c.inout("k", qk, {T, Hk, D}, float_rule(qk, kRopeAbs)), rng);
+  fill_normal(c.inout("q", qk, {T, Hq, D}, Rule{}), rng);
+  if (Hk > 0) fill_normal(c.inout("k", qk, {T, Hk, D}, Rule{}), rng);
+  set_rotation_rules(c, qk);
   c.set_call([sec](const ExecContext& ctx, const Args& a) {
     return mrope(ctx, a["positions"], a["q"], a["k"], a["cos_sin_cache"], sec);
   });
@@ -68,6 +85,41 @@ Case mrope_case(Rng& rng, DType qk, DType cache, int64_t T, int64_t Hq, int64_t 
 // must keep them); every third token is skipped (slot -1); fp8 scales near max|x| / 448.
 constexpr double kKScale = 0.01, kVScale = 0.008;
 constexpr uint64_t kMaxFiniteE4m3 = 0x7E, kMaxFiniteE5m2 = 0x7B;  // largest positive finite codes
+
+// Cache rows hold enc(stored), `stored` the backend's rotated k (the cache takes k as stored;
+// k itself is held to rope_rule) or the input v: for fp8 caches sat_rne(stored / scale),
+// tie-aware; for caches in q's dtype the bits, so a k row must equal the reference's or the
+// backend's own k exactly. Rows of skipped tokens and unused slots keep their initial contents.
+Rule kv_cache_rule(const std::string& cache_name) {
+  const bool is_k = cache_name == "k_cache";
+  return tie_rule(
+      [cache_name, is_k](const Args& want, const Args& got, double r) {
+        const TensorView& cache = want[cache_name];
+        const TensorView& src = is_k ? got["k"] : want["v"];
+        const bool fp8 = dtype_is_fp8(cache.dtype);
+        const double scale = fp8 ? ref::at(want[is_k ? "k_scale" : "v_scale"], 0) : 1.0;
+        const int64_t slots = cache.shape[0] * cache.shape[1], Hk = cache.shape[2], D = cache.shape[3];
+        std::vector<int64_t> token(static_cast<size_t>(slots), -1);
+        for (int64_t t = 0; t < src.shape[0]; ++t) {
+          const auto slot = static_cast<int64_t>(ref::at(want["slot_mapping"], t));
+          if (slot >= 0) token[static_cast<size_t>(slot)] = t;
+        }
+        std::vector<uint64_t> codes;
+        for (int64_t s = 0; s < slots; ++s)
+          for (int64_t h = 0; h < Hk; ++h)
+            for (int64_t d = 0; d < D; ++d) {
+              const int64_t t = token[static_cast<size_t>(s)];
+              const int64_t at[] = {s / cache.shape[1], s % cache.shape[1], h, d};
+              const int64_t from[] = {t, h, d};
+              if (t < 0) codes.push_back(ref::load_bits(cache, at));
+              else if (!fp8) codes.push_back(ref::load_bits(src, from));
+              else codes.push_back(ref::encode(cache.dtype, ref::at(src, t, h, d) / scale * (1.0 + r)));
+            }
+        return codes;
+      },
+      kKvCacheTieRel);
+}
+
 Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t Hq, int64_t Hk, int64_t D,
              int64_t rotary, int64_t num_blocks, int64_t block_size) {
   Case c("rope_kv_cache_write", cat(style == RopeStyle::neox ? "neox " : "gptj ", dtype_name(qk), " T=", T, " Hq=", Hq,
@@ -75,17 +127,15 @@ Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t H
                                     num_blocks, ", ", block_size, "]"));
   fill_randint(c.in("positions", DType::i32, {T}), rng, 0, kMaxPos - 1);
   fill_cache(c.in("cos_sin_cache", DType::f32, {kMaxPos, rotary}), rotary);
-  fill_normal(c.inout("q", qk, {T, Hq, D}, float_rule(qk, kRopeAbs)), rng);
-  fill_normal(c.inout("k", qk, {T, Hk, D}, float_rule(qk, kRopeAbs)), rng);
+  fill_normal(c.inout("q", qk, {T, Hq, D}, Rule{}), rng);
+  fill_normal(c.inout("k", qk, {T, Hk, D}, Rule{}), rng);
   fill_normal(c.in("v", qk, {T, Hk, D}), rng);
   HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
   const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;  // distinct, spread over blocks
   for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
   const bool fp8 = dtype_is_fp8(kv);
-  // The k rows hold rotated k: its rounding may move by the kernel's one unit, and so may the code.
-  const Rule rule = fp8 ? code_rule() : float_rule(qk, kRopeAbs);
   for (const char* name : {"k_cache", "v_cache"}) {
-    HostTensor& t = c.inout(name, kv, {num_blocks, block_size, Hk, D}, rule);
+    HostTensor& t = c.inout(name, kv, {num_blocks, block_size, Hk, D}, kv_cache_rule(name));
     if (fp8) fill_codes(t, rng, 0, kv == DType::e4m3 ? kMaxFiniteE4m3 : kMaxFiniteE5m2);  // positive finite codes
     else fill_normal(t, rng);
   }
@@ -93,6 +143,7 @@ Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t H
     c.in("k_scale", DType::f32, {1}).set_flat(0, kKScale);
     c.in("v_scale", DType::f32, {1}).set_flat(0, kVScale);
   }
+  set_rotation_rules(c, qk);
   c.set_call([style](const ExecContext& ctx, const Args& a) {
     const PagedKvCache cache{a["k_cache"], a["v_cache"], a["k_scale"], a["v_scale"]};
     return rope_kv_cache_write(ctx, a["positions"], a["q"], a["k"], a["v"], a["cos_sin_cache"], style,

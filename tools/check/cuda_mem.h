@@ -25,6 +25,8 @@ Status device_synchronize();
 
 // A device copy of a HostTensor's storage (padding included), with guard bytes on both sides.
 // The device view has the host view's address modulo 256, so misaligned views stay misaligned.
+// Its payload starts as the host bytes, so outputs carry the host tensor's poison byte (the
+// one check::ScopedPoison chose when the tensor was made) and unwritten elements come back as it.
 class DeviceMirror {
  public:
   DeviceMirror() = default;

@@ -16,6 +16,9 @@ namespace {
 constexpr int64_t kGuard = 64;
 constexpr uint8_t kGuardByte = 0xA5;
 constexpr int64_t kPayloadAlign = 256;  // cudaMalloc's guarantee
+constexpr uint8_t kLowNibble = 0x0F, kHighNibble = 0xF0;
+
+thread_local uint8_t t_poison = kDefaultPoison;
 
 void unflatten(const std::vector<int64_t>& shape, int64_t flat, int64_t* idx) {
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
@@ -25,6 +28,18 @@ void unflatten(const std::vector<int64_t>& shape, int64_t flat, int64_t* idx) {
   }
 }
 }  // namespace
+
+uint8_t current_poison() { return t_poison; }
+ScopedPoison::ScopedPoison(uint8_t byte) : saved_(t_poison) { t_poison = byte; }
+ScopedPoison::~ScopedPoison() { t_poison = saved_; }
+
+uint64_t poison_code(DType t, uint8_t byte) {
+  const int bits = dtype_bits(t);
+  if (bits < 8) return byte & kLowNibble;
+  uint64_t code = 0;
+  for (int b = 0; b < bits; b += 8) code |= uint64_t{byte} << b;
+  return code;
+}
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pad) : shape_(std::move(shape)) {
   const int nd = static_cast<int>(shape_.size());
@@ -39,6 +54,7 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape, int64_t inner_pa
     s *= extent;
   }
   payload_bytes_ = dtype_bytes(dtype, s);
+  poison_byte_ = current_poison();
   allocate();
   poison();
 }
@@ -58,6 +74,7 @@ HostTensor& HostTensor::operator=(const HostTensor& other) {
   if (this == &other) return *this;
   shape_ = other.shape_;
   payload_bytes_ = other.payload_bytes_;
+  poison_byte_ = other.poison_byte_;
   view_ = other.view_;
   if (other.storage_.empty()) {  // default-constructed or moved from
     storage_.clear();
@@ -83,6 +100,7 @@ HostTensor& HostTensor::operator=(HostTensor&& other) noexcept {
   storage_ = std::move(other.storage_);
   payload_bytes_ = other.payload_bytes_;
   offset_ = other.offset_;
+  poison_byte_ = other.poison_byte_;
   view_ = other.view_;
   other.shape_.clear();
   other.storage_.clear();
@@ -92,7 +110,7 @@ HostTensor& HostTensor::operator=(HostTensor&& other) noexcept {
   return *this;
 }
 
-void HostTensor::poison() { std::memset(payload(), 0xFF, static_cast<size_t>(payload_bytes_)); }
+void HostTensor::poison() { std::memset(payload(), poison_byte_, static_cast<size_t>(payload_bytes_)); }
 
 bool HostTensor::guards_intact() const {
   const uint8_t* p = payload();
@@ -102,7 +120,7 @@ bool HostTensor::guards_intact() const {
 }
 
 bool HostTensor::padding_intact() const {
-  // Mark every element position, then every unmarked byte must still be 0xFF.
+  // Mark every element position, then every unmarked nibble must still hold the poison's.
   const int bits = dtype_bits(view_.dtype);
   std::vector<uint8_t> used(static_cast<size_t>(payload_bytes_ * 2), 0);  // per nibble
   const int64_t n = numel();
@@ -116,8 +134,8 @@ bool HostTensor::padding_intact() const {
   }
   const uint8_t* p = payload();
   for (int64_t b = 0; b < payload_bytes_; ++b) {
-    if (!used[2 * b] && (p[b] & 0x0F) != 0x0F) return false;
-    if (!used[2 * b + 1] && (p[b] & 0xF0) != 0xF0) return false;
+    if (!used[2 * b] && (p[b] & kLowNibble) != (poison_byte_ & kLowNibble)) return false;
+    if (!used[2 * b + 1] && (p[b] & kHighNibble) != (poison_byte_ & kHighNibble)) return false;
   }
   return true;
 }
@@ -217,14 +235,26 @@ int64_t ulp_distance(DType t, uint64_t a, uint64_t b) {
   if (std::isnan(da) || std::isnan(db)) return std::numeric_limits<int64_t>::max();
   if (da == db) return 0;
   const int bits = dtype_bits(t);
-  // Map sign-magnitude codes onto a monotone integer line.
-  auto ordinal = [&](uint64_t v) -> int64_t {
-    const uint64_t sign = 1ull << (bits - 1);
-    const uint64_t mag = v & (sign - 1);
-    return (v & sign) ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
+  const uint64_t top = uint64_t{1} << (bits - 1);
+  // Each code's position on a monotone integer line of the dtype's values.
+  auto ordinal = [&](uint64_t v) -> __int128 {
+    switch (t) {
+      case DType::ue8m0:  // 2^(code - 127): the code itself orders the values
+      case DType::u8:
+        return static_cast<__int128>(v);
+      case DType::i8:
+      case DType::i32:
+      case DType::i64:  // two's complement: sign-extend
+        return (v & top) ? static_cast<__int128>(v) - (static_cast<__int128>(top) << 1) : static_cast<__int128>(v);
+      default: {  // sign-magnitude floats
+        const uint64_t mag = v & (top - 1);
+        return (v & top) ? -static_cast<__int128>(mag) : static_cast<__int128>(mag);
+      }
+    }
   };
-  const int64_t d = ordinal(a) - ordinal(b);
-  return d < 0 ? -d : d;
+  const __int128 d = ordinal(a) - ordinal(b), ad = d < 0 ? -d : d;
+  constexpr auto kMax = std::numeric_limits<int64_t>::max();
+  return ad > kMax ? kMax : static_cast<int64_t>(ad);
 }
 
 std::string index_string(const std::vector<int64_t>& shape, int64_t flat) {
@@ -238,7 +268,9 @@ std::string index_string(const std::vector<int64_t>& shape, int64_t flat) {
 }
 
 namespace {
-CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const Tolerance* tol) {
+// tol == nullptr: codes (bitwise), with tie_lo / tie_hi (when given) as allowed alternatives.
+CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const Tolerance* tol,
+                           const std::vector<uint64_t>* tie_lo = nullptr, const std::vector<uint64_t>* tie_hi = nullptr) {
   CompareResult r;
   if (got.shape() != want.shape()) {
     r.ok = false;
@@ -246,12 +278,27 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
     return r;
   }
   const int64_t n = got.numel();
+  if (tie_lo && (static_cast<int64_t>(tie_lo->size()) != n || static_cast<int64_t>(tie_hi->size()) != n)) {
+    r.ok = false;
+    r.message = "tie codes: " + std::to_string(tie_lo->size()) + " for " + std::to_string(n) + " elements";
+    return r;
+  }
   for (int64_t i = 0; i < n; ++i) {
     ++r.checked;
     const double g = got.get_flat(i), w = want.get_flat(i);
     bool good;
     if (!tol) {
-      good = got.bits_flat(i) == want.bits_flat(i);
+      const uint64_t bits = got.bits_flat(i);
+      good = bits == want.bits_flat(i);
+      if (!good && tie_lo && !std::isnan(g) && !std::isnan(w) &&
+          (bits == (*tie_lo)[static_cast<size_t>(i)] || bits == (*tie_hi)[static_cast<size_t>(i)])) {
+        good = true;
+        ++r.ties;
+      }
+      if (!std::isnan(g) && !std::isnan(w)) {
+        r.max_abs_err = std::max(r.max_abs_err, std::fabs(g - w));
+        r.max_ulps = std::max(r.max_ulps, ulp_distance(got.dtype(), bits, want.bits_flat(i)));
+      }
     } else if (std::isnan(w) || std::isnan(g)) {
       good = std::isnan(w) && std::isnan(g);
     } else if (std::isinf(w) || std::isinf(g)) {
@@ -284,6 +331,7 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
     os << r.checked << " match; ";
   }
   os << "max abs err " << r.max_abs_err << ", max rel err " << r.max_rel_err << ", max ulps " << r.max_ulps;
+  if (tie_lo) os << ", " << r.ties << " at rounding ties";
   r.message = os.str();
   return r;
 }
@@ -293,5 +341,9 @@ CompareResult compare(const HostTensor& got, const HostTensor& want, const Toler
   return compare_impl(got, want, &tol);
 }
 CompareResult compare_exact(const HostTensor& got, const HostTensor& want) { return compare_impl(got, want, nullptr); }
+CompareResult compare_codes(const HostTensor& got, const HostTensor& want, const std::vector<uint64_t>& tie_lo,
+                            const std::vector<uint64_t>& tie_hi) {
+  return compare_impl(got, want, nullptr, &tie_lo, &tie_hi);
+}
 
 }  // namespace tejas::check

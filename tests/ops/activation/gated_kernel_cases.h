@@ -33,7 +33,7 @@ using GatedCall = std::function<Status(const ExecContext&, const TensorView& x, 
 // Storage elements outside the [lead, lead + cols) window of every row are still poison.
 inline bool outside_untouched(const check::HostTensor& h, int64_t lead, int64_t cols) {
   const int64_t width = h.shape()[1];
-  const uint64_t poison = (uint64_t{1} << dtype_bits(h.dtype())) - 1;
+  const uint64_t poison = h.poison_code();
   for (int64_t i = 0; i < h.numel(); ++i) {
     const int64_t col = i % width;
     if ((col < lead || col >= lead + cols) && h.bits_flat(i) != poison) return false;

@@ -5,6 +5,7 @@
 
 #include "ops/activation/fused_cases.h"
 #include "ops/activation/kernel_test_util.h"
+#include "support/poison.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -21,14 +22,18 @@ TEST_P(SiluMulQuantReference, MatchesLongDoubleMath) {
   for (DType dt : {DType::bf16, DType::f16})
     for (bool clamped : {false, true}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dt) << (clamped ? " clamped" : ""));
-      constexpr int64_t T = 3, F = 384;
+      constexpr int64_t T = 3, F = 384;  // 3 groups of 128: the NaN group is there for every kind
       SiluMulOptions o;
       o.clamped = clamped;
-      HostTensor x(dt, {T, 2 * F}), q(q_dtype(k), {T, F}), s(scale_dtype(k), {T, F / group_of(k)}), ts(DType::f32, {1});
+      HostTensor x(dt, {T, 2 * F}), ts(DType::f32, {1});
       fill_fused(x, rng, F, 0, group_of(k), true, clamped ? 14.0 : 3.0);
       ts.set_flat(0, kTensorScale);
-      ASSERT_TRUE(call_fused(k, ctx_of(Backend::reference), x, q, s, ts, o).ok());
-      expect_fused(k, y_of(x.view(), o), T, F, q.view(), s.view(), false, kTensorScale);
+      // The NaN group's scale (f32 NaN, ue8m0 0xFF) reads as the default poison: finite ones too.
+      testsupport::for_each_poison([&] {
+        HostTensor q(q_dtype(k), {T, F}), s(scale_dtype(k), {T, F / group_of(k)});
+        ASSERT_TRUE(call_fused(k, ctx_of(Backend::reference), x, q, s, ts, o).ok());
+        expect_fused(k, y_of(x.view(), o), T, F, q.view(), s.view(), false, kTensorScale);
+      });
     }
 }
 

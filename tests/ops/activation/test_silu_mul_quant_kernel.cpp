@@ -12,6 +12,7 @@
 #include "ops/activation/fused_cases.h"
 #include "ops/activation/gated_kernel_cases.h"
 #include "runtime/tune.h"
+#include "support/poison.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -96,6 +97,15 @@ TEST_P(SiluMulQuantKernel, OneColumnBlockMatchesExpectation) {
   t.activation_max_grid_y = 1;
   const detail::ScopedTuneOverride one_block(t);
   for (const FCase& c : kCases) run_case(rng, GetParam(), DType::bf16, c);
+}
+
+// Row 0's NaN group must get the NaN scale (f32 NaN, ue8m0 0xFF: both read as the default 0xFF
+// poison) and NaN codes; its +Inf gate the top code: checked under finite poisons as well.
+// kCases[4] (F = 384, padded rows) has the NaN group for every kind.
+TEST_P(SiluMulQuantKernel, NonFiniteGroupsUnderEachPoison) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType dt : {DType::bf16, DType::f16})
+    testsupport::for_each_poison([&] { run_case(rng, GetParam(), dt, kCases[4]); });
 }
 
 TEST_P(SiluMulQuantKernel, Clamped) {

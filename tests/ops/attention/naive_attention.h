@@ -70,9 +70,9 @@ inline double max_abs(const tejas::check::HostTensor& t) {
   return m;
 }
 
-// Every element still holds the 0xFF poison, and neither guards nor padding were touched.
+// Every element still holds the poison, and neither guards nor padding were touched.
 inline bool untouched(const tejas::check::HostTensor& t) {
-  const uint64_t poison = tejas::dtype_bits(t.dtype()) >= 64 ? ~0ull : (1ull << tejas::dtype_bits(t.dtype())) - 1;
+  const uint64_t poison = t.poison_code();
   for (int64_t i = 0; i < t.numel(); ++i)
     if (t.bits_flat(i) != poison) return false;
   return t.guards_intact() && t.padding_intact();

@@ -107,13 +107,18 @@ inline ::testing::AssertionResult e4m3_code_ok(uint64_t got, long double v) {
                                        << ", nearest code 0x" << static_cast<int>(want);
 }
 
-// f32 values: NaN where want is NaN, relative error within `rel` elsewhere.
+// f32 values: NaN where want is NaN (and only there), equal values (the same infinity too:
+// Inf - Inf is NaN), an infinity only against the same one, relative error within `rel`
+// elsewhere.
 inline ::testing::AssertionResult f32_close(double got, double want, double rel) {
-  if (std::isnan(want)) {
-    if (std::isnan(got)) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "want NaN, got " << got;
+  if (std::isnan(want) || std::isnan(got)) {
+    if (std::isnan(want) && std::isnan(got)) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "got " << got << " want " << want;
   }
-  if (std::fabs(got - want) <= rel * std::fabs(want)) return ::testing::AssertionSuccess();
+  if (got == want) return ::testing::AssertionSuccess();
+  // An infinity must meet the same infinity (the bound rel * Inf would accept anything).
+  if (!std::isinf(got) && !std::isinf(want) && std::fabs(got - want) <= rel * std::fabs(want))
+    return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "got " << got << " want " << want;
 }
 

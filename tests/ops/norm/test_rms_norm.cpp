@@ -8,6 +8,7 @@
 
 #include "ops/norm/norm_math.h"
 #include "support/op_snapshots.h"
+#include "support/poison.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 
@@ -205,29 +206,38 @@ TEST(RmsNormFp8, AllZeroRowGetsFloorScaleAndZeroCodes) {
   expect_fp8(x, w, out, scale, /*dynamic=*/true);
 }
 
+// Under each poison byte (tests/support/poison.h): the default 0xFF already reads as NaN.
 TEST(RmsNormFp8, NanRowGetsNanScaleAndCodes) {
   TEJAS_SEEDED_TEST_RNG();
-  HostTensor x(DType::f16, {3, 20}), w(DType::f16, {20}), out(DType::e4m3, {3, 20}), scale(DType::f32, {3});
+  HostTensor x(DType::f16, {3, 20}), w(DType::f16, {20});
   fill_rows(x, rng);
   check::fill_normal(w, rng, 1.0, 0.5);
   x.set({1, 7}, std::numeric_limits<double>::quiet_NaN());
-  TEJAS_ASSERT_OK(rms_norm(reference_ctx(), x, w, kEps, out, fp8(scale, Fp8ScaleMode::dynamic_per_token)));
-  EXPECT_TRUE(std::isnan(scale.get({1})));
-  for (int64_t h = 0; h < 20; ++h) EXPECT_TRUE(optest::e4m3_is_nan(out.bits_flat(20 + h))) << h;
-  EXPECT_TRUE(std::isfinite(scale.get({0})) && std::isfinite(scale.get({2})));
-  expect_fp8(x, w, out, scale, /*dynamic=*/true);  // rows 0 and 2 exact; row 1 NaN both sides
+  testsupport::for_each_poison([&] {
+    HostTensor out(DType::e4m3, {3, 20}), scale(DType::f32, {3});
+    TEJAS_ASSERT_OK(rms_norm(reference_ctx(), x, w, kEps, out, fp8(scale, Fp8ScaleMode::dynamic_per_token)));
+    EXPECT_TRUE(std::isnan(scale.get({1})));
+    for (int64_t h = 0; h < 20; ++h) EXPECT_TRUE(optest::e4m3_is_nan(out.bits_flat(20 + h))) << h;
+    EXPECT_TRUE(std::isfinite(scale.get({0})) && std::isfinite(scale.get({2})));
+    expect_fp8(x, w, out, scale, /*dynamic=*/true);  // rows 0 and 2 exact; row 1 NaN both sides
+  });
 }
 
-TEST(RmsNormFp8, StaticScaleNanOnlyAtNanElement) {
+// Static scale: a NaN element makes y's whole row NaN (it enters the row's sum of squares), so
+// every code of that row is NaN; the other row stays finite.
+TEST(RmsNormFp8, StaticScaleNanElementMakesItsRowNan) {
   TEJAS_SEEDED_TEST_RNG();
-  HostTensor x(DType::f32, {2, 8}), w(DType::f32, {8}), out(DType::e4m3, {2, 8}), scale(DType::f32, {1});
+  HostTensor x(DType::f32, {2, 8}), w(DType::f32, {8}), scale(DType::f32, {1});
   check::fill_normal(x, rng);
   check::fill_normal(w, rng, 1.0, 0.5);
   scale.set({0}, 0.01);
   x.set({0, 2}, std::numeric_limits<double>::quiet_NaN());
-  TEJAS_ASSERT_OK(rms_norm(reference_ctx(), x, w, kEps, out, fp8(scale, Fp8ScaleMode::static_per_tensor)));
-  for (int64_t h = 0; h < 8; ++h) EXPECT_TRUE(optest::e4m3_is_nan(out.bits_flat(h))) << "NaN row, h=" << h;
-  for (int64_t h = 0; h < 8; ++h) EXPECT_FALSE(optest::e4m3_is_nan(out.bits_flat(8 + h))) << "clean row, h=" << h;
+  testsupport::for_each_poison([&] {
+    HostTensor out(DType::e4m3, {2, 8});
+    TEJAS_ASSERT_OK(rms_norm(reference_ctx(), x, w, kEps, out, fp8(scale, Fp8ScaleMode::static_per_tensor)));
+    for (int64_t h = 0; h < 8; ++h) EXPECT_TRUE(optest::e4m3_is_nan(out.bits_flat(h))) << "NaN row, h=" << h;
+    for (int64_t h = 0; h < 8; ++h) EXPECT_FALSE(optest::e4m3_is_nan(out.bits_flat(8 + h))) << "clean row, h=" << h;
+  });
 }
 
 // The static scale's value is a content check: the reference always makes it.

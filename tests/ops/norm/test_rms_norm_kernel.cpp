@@ -9,6 +9,7 @@
 
 #include "ops/common/emu_launch.h"
 #include "ops/norm/kernel_cases.h"
+#include "support/poison.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -97,38 +98,61 @@ TEST(RmsNormKernel, AboveLargestHiddenIsUnsupported) {
 }
 
 // NaN poisons its row (scale NaN, codes NaN); Inf gives NaN at its place and zeros elsewhere.
+// Run under each poison byte (tests/support/poison.h): with the default 0xFF an unwritten output
+// already reads as NaN, so the NaN rows pass only if the kernel wrote them under 0x00 / 0x55.
 TEST(RmsNormKernel, NonFiniteRows) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, H = 40, kNanRow = 0, kInfRow = 1, kCol = 17;
   for (DType out_dt : {DType::bf16, DType::e4m3}) {
     SCOPED_TRACE(dtype_name(out_dt));
-    HostTensor x(DType::bf16, {T, H}), w(DType::bf16, {H}), out(out_dt, {T, H}), scale(DType::f32, {T});
+    HostTensor x(DType::bf16, {T, H}), w(DType::bf16, {H});
     fill_rows(x, rng);
     check::fill_normal(w, rng, 1.0, 0.5);
     x.set({kNanRow, kCol}, std::numeric_limits<double>::quiet_NaN());
     x.set({kInfRow, kCol}, std::numeric_limits<double>::infinity());
-    const Fp8Scale sc{out_dt == DType::e4m3 ? scale.view() : TensorView{}, Fp8ScaleMode::dynamic_per_token};
-    TEJAS_ASSERT_OK(rms_norm(ctx_for(Backend::emulator), x, w, kEps, out, sc));
-    for (int64_t h = 0; h < H; ++h) {
-      const uint64_t nan_bits = out.bits_flat(kNanRow * H + h), inf_bits = out.bits_flat(kInfRow * H + h);
-      if (out_dt == DType::e4m3) {  // the NaN y (Inf * 0) makes the row's scale NaN: all codes NaN
-        EXPECT_TRUE(optest::e4m3_is_nan(nan_bits)) << h;
-        EXPECT_TRUE(optest::e4m3_is_nan(inf_bits)) << h;
-      } else {
-        EXPECT_TRUE(std::isnan(out.get({kNanRow, h}))) << h;
-        if (h == kCol) EXPECT_TRUE(std::isnan(out.get({kInfRow, h})));
-        else EXPECT_EQ(out.get({kInfRow, h}), 0.0) << h;
+    testsupport::for_each_poison([&] {
+      HostTensor out(out_dt, {T, H}), scale(DType::f32, {T});
+      const Fp8Scale sc{out_dt == DType::e4m3 ? scale.view() : TensorView{}, Fp8ScaleMode::dynamic_per_token};
+      TEJAS_ASSERT_OK(rms_norm(ctx_for(Backend::emulator), x, w, kEps, out, sc));
+      for (int64_t h = 0; h < H; ++h) {
+        const uint64_t nan_bits = out.bits_flat(kNanRow * H + h), inf_bits = out.bits_flat(kInfRow * H + h);
+        if (out_dt == DType::e4m3) {  // the NaN y (Inf * 0) makes the row's scale NaN: all codes NaN
+          EXPECT_TRUE(optest::e4m3_is_nan(nan_bits)) << h;
+          EXPECT_TRUE(optest::e4m3_is_nan(inf_bits)) << h;
+        } else {
+          EXPECT_TRUE(std::isnan(out.get({kNanRow, h}))) << h;
+          if (h == kCol) EXPECT_TRUE(std::isnan(out.get({kInfRow, h})));
+          else EXPECT_EQ(out.get({kInfRow, h}), 0.0) << h;
+        }
+        const bool finite_row_nan = out_dt == DType::e4m3 ? optest::e4m3_is_nan(out.bits_flat(2 * H + h))
+                                                          : std::isnan(out.get({2, h}));
+        EXPECT_FALSE(finite_row_nan) << "row 2 is finite, h=" << h;
       }
-      const bool finite_row_nan = out_dt == DType::e4m3 ? optest::e4m3_is_nan(out.bits_flat(2 * H + h))
-                                                        : std::isnan(out.get({2, h}));
-      EXPECT_FALSE(finite_row_nan) << "row 2 is finite, h=" << h;
-    }
-    if (out_dt == DType::e4m3) {
-      EXPECT_TRUE(std::isnan(scale.get({kNanRow})));
-      EXPECT_TRUE(std::isnan(scale.get({kInfRow})));
-      EXPECT_GT(scale.get({2}), 0.0);
-    }
+      if (out_dt == DType::e4m3) {
+        EXPECT_TRUE(std::isnan(scale.get({kNanRow})));
+        EXPECT_TRUE(std::isnan(scale.get({kInfRow})));
+        EXPECT_GT(scale.get({2}), 0.0);
+      }
+    });
   }
+}
+
+// The harness's f32 comparison: equal values pass (the same infinity too, where Inf - Inf is
+// NaN), NaN meets only NaN, and other values need the relative bound.
+TEST(NormHarness, F32CloseHandlesInfinitiesAndNaN) {
+  constexpr double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(f32_close(kInf, kInf, 0.0));
+  EXPECT_TRUE(f32_close(-kInf, -kInf, 1e-6));
+  EXPECT_FALSE(f32_close(kInf, -kInf, 1e-6));
+  EXPECT_FALSE(f32_close(1e30, kInf, 1e-6));
+  EXPECT_FALSE(f32_close(kInf, 1e30, 1e-6));
+  EXPECT_TRUE(f32_close(kNaN, kNaN, 0.0));
+  EXPECT_FALSE(f32_close(kNaN, 1.0, 1e-6));
+  EXPECT_FALSE(f32_close(1.0, kNaN, 1e-6));
+  EXPECT_FALSE(f32_close(kNaN, kInf, 1e-6));
+  EXPECT_TRUE(f32_close(1.0, 1.0, 0.0));
+  EXPECT_TRUE(f32_close(1.0 + 1e-7, 1.0, 2e-7));
+  EXPECT_FALSE(f32_close(1.0 + 1e-5, 1.0, 2e-7));
 }
 
 TEST(RmsNormKernel, StaticScaleContentsCheckedInDebugMode) {

@@ -21,7 +21,7 @@ namespace tejas::quanttest {
 inline constexpr int64_t kBaseAlign = 128;  // view starts are placed relative to this alignment
 inline constexpr int kBitsPerByte = 8;
 
-// A [..., K] view inside a flat poisoned buffer: rows padded by `pad` elements, the first element
+// A [..., K] view inside a flat poisoned buffer (check::current_poison() at construction): rows padded by `pad` elements, the first element
 // `misalign` bytes past a 128-byte boundary (fp4: a whole byte).
 class PlacedTensor {
  public:
@@ -80,8 +80,9 @@ class PlacedTensor {
     index(flat, idx);
     ref::store_bits(view_, idx, b);
   }
-  // Every byte of the buffer outside the view's elements still holds the poison (0xFF), and the
-  // guards are intact. fp4 views cover whole bytes here (K even, rows on bytes).
+  // Every byte of the buffer outside the view's elements still holds the poison (the byte the
+  // buffer was made with, check::ScopedPoison), and the guards are intact. fp4 views cover whole
+  // bytes here (K even, rows on bytes).
   bool outside_untouched() const {
     std::vector<bool> inside(static_cast<size_t>(storage_.numel()), false);
     const auto* base = static_cast<const uint8_t*>(storage_.view().data);
@@ -97,7 +98,7 @@ class PlacedTensor {
         inside[static_cast<size_t>(static_cast<const uint8_t*>(view_.data) - base + first + b)] = true;
     }
     for (int64_t i = 0; i < storage_.numel(); ++i)
-      if (!inside[static_cast<size_t>(i)] && base[i] != 0xFF) return false;
+      if (!inside[static_cast<size_t>(i)] && base[i] != storage_.poison_byte()) return false;
     return storage_.guards_intact();
   }
   // Bytes the view spans (contiguous views: its compulsory traffic).

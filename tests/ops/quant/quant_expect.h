@@ -159,11 +159,10 @@ inline void expect_only_view_written(const HostTensor& t, const char* name) {
   EXPECT_TRUE(t.padding_intact()) << name << ": wrote into padding";
 }
 
-// Every element still holds the poison pattern (all bits set).
+// Every element still holds the poison it was made with.
 inline bool still_poisoned(const HostTensor& t) {
-  const uint64_t all = dtype_bits(t.dtype()) == 64 ? ~uint64_t{0} : (uint64_t{1} << dtype_bits(t.dtype())) - 1;
   for (int64_t i = 0; i < t.numel(); ++i)
-    if (t.bits_flat(i) != all) return false;
+    if (t.bits_flat(i) != t.poison_code()) return false;
   return t.padding_intact() && t.guards_intact();
 }
 

@@ -84,7 +84,7 @@ TEST(RopeKvCacheWrite, ReferenceRotatesAndFillsTheSlots) {
             }
           }
       }
-      const uint64_t poison = (uint64_t{1} << dtype_bits(cache_dt)) - 1;  // HostTensor fills 0xFF bytes
+      const uint64_t poison = b.k_cache.poison_code();  // what HostTensor filled the caches with
       for (int64_t slot = 0; slot < s.num_blocks * s.block_size; ++slot) {  // other rows untouched
         if (written[static_cast<size_t>(slot)]) continue;
         for (int64_t i = 0; i < s.Hk * s.D; ++i) {

@@ -66,7 +66,7 @@ void check_cache(const HostTensor& cache, const HostTensor& src, const HostTenso
   for (int64_t t = 0; t < s.T; ++t)
     if (slots.get({t}) >= 0) token_of[static_cast<size_t>(slots.get({t}))] = t;
   const bool fp8 = dtype_is_fp8(cache.dtype());
-  const uint64_t poison = (uint64_t{1} << dtype_bits(cache.dtype())) - 1;
+  const uint64_t poison = cache.poison_code();
   for (int64_t slot = 0; slot < num_slots; ++slot) {
     const int64_t t = token_of[static_cast<size_t>(slot)];
     for (int64_t i = 0; i < row; ++i) {
