@@ -88,7 +88,7 @@ constexpr uint64_t kMaxFiniteE4m3 = 0x7E, kMaxFiniteE5m2 = 0x7B;  // largest pos
 
 // Cache rows hold enc(stored), `stored` the backend's rotated k (the cache takes k as stored;
 // k itself is held to rope_rule) or the input v: for fp8 caches sat_rne(stored / scale),
-// tie-aware; for caches in q's dtype the bits, so a k row must equal the reference's or the
+// exactly (kKvCacheTieRel = 0); for caches in q's dtype the bits, so a k row must equal the reference's or the
 // backend's own k exactly. Rows of skipped tokens and unused slots keep their initial contents.
 Rule kv_cache_rule(const std::string& cache_name) {
   const bool is_k = cache_name == "k_cache";

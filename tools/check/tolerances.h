@@ -36,11 +36,12 @@ inline constexpr double kActivationScaleRel = 0x1p-16;
 //   norm: y within ~20 f32 ulps, over the stored scale: 64 ulps (kernel_harness.h kTieWindow);
 //   activation: y and the scale arithmetic in f32 with expf's error amplified by the sigmoid's
 //     argument: 2^-15 (fused_expect.h kTieRel), far below the 2^-4 spacing of any fp8/fp4 code;
-//   rope's fp8 cache: one f32 division of the stored value by the scale, 2^-24; 2^-20
-//     (test_rope_kv_cache_write_kernel.cpp kTieRel).
+//   rope's fp8 cache: none - the kernels round the quotient stored / scale exactly (near-midpoint
+//     quotients decided from the fma residual, src/device/numeric/exact_round.h), so the code is
+//     the float64 reference's (test_rope_kv_cache_write_kernel.cpp, Fp8CachesRoundTheExactQuotient).
 inline constexpr double kNormTieRel = 0x1p-18;
 inline constexpr double kActivationTieRel = 0x1p-15;
-inline constexpr double kKvCacheTieRel = 0x1p-20;
+inline constexpr double kKvCacheTieRel = 0.0;
 // rms_norm and silu_mul: f32 underflow (results in the subnormal range lose relative precision).
 inline constexpr double kF32SubnormalAbs = 0x1p-140;
 
