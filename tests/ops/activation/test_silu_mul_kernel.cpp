@@ -51,20 +51,55 @@ TEST(SiluMulKernel, ClampedMatchesReference) {
 }
 
 // Gates far below zero: the results are tiny but representable (down to f32 / bf16 subnormals)
-// and must not flush to zero; e^-g overflows f32 there, so this pins the kernel's formula.
+// and must not flush to zero; e^-g overflows f32 there, so this pins the kernel's formula. With
+// up = 1e30 the results are normal f32 numbers although e^g is an f32 subnormal (g < -87.3):
+// they must keep f32's relative accuracy (an e^g computed as a subnormal f32 kept only 10-14
+// bits, ~1e-4 relative error against a bound of ~2e-5 here).
 TEST(SiluMulKernel, FarNegativeGatesKeepTinyResults) {
   const double gates[] = {-20.0, -80.0, -87.0, -90.0, -95.0, -100.0, -103.0, -110.0};
   constexpr int64_t F = 8;
-  for (DType dt : {DType::bf16, DType::f32}) {
-    check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
-    for (int64_t f = 0; f < F; ++f) {
-      x.set({0, f}, gates[f]);
-      x.set({0, F + f}, 1.5);
+  for (double up : {1.5, 1e30}) {
+    for (DType dt : {DType::bf16, DType::f32}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " up " << up);
+      check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
+      for (int64_t f = 0; f < F; ++f) {
+        x.set({0, f}, gates[f]);
+        x.set({0, F + f}, up);
+      }
+      ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want).ok());
+      ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out).ok());
+      EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu));
+      EXPECT_LT(out.get({0, 3}), 0.0) << "silu(-90) * up is a normal f32 / bf16 number";
     }
-    ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want).ok());
-    ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out).ok());
-    EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu)) << dtype_name(dt);
-    EXPECT_LT(out.get({0, 3}), 0.0) << dtype_name(dt) << ": silu(-90) * 1.5 is a normal f32 / bf16 number";
+  }
+}
+
+// The same for the clamped form (alpha 1.702: alpha g < -80 from g = -47) and gelu_tanh (its
+// sigmoid argument 2z < -80 from g = -9.9), f32, with large ups so results stay normal.
+TEST(SiluMulKernel, FarNegativeSigmoidArgumentsKeepRelativeAccuracy) {
+  constexpr int64_t F = 6;
+  const double clamped_gates[] = {-40.0, -47.5, -50.0, -55.0, -58.0, -60.0};
+  const double gelu_gates[] = {-9.0, -9.9, -10.0, -10.2, -10.4, -10.6};
+  SiluMulOptions o;
+  o.clamped = true;
+  o.limit = 1e30;  // the clamp keeps ups in range; a huge limit leaves them as they are
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool gelu = pass == 1;
+    SCOPED_TRACE(gelu ? "gelu_tanh_mul" : "clamped silu_mul");
+    check::HostTensor x(DType::f32, {1, 2 * F}), out(DType::f32, {1, F}), want(DType::f32, {1, F});
+    for (int64_t f = 0; f < F; ++f) {
+      x.set({0, f}, gelu ? gelu_gates[f] : clamped_gates[f]);
+      x.set({0, F + f}, 1e25);
+    }
+    if (gelu) {
+      ASSERT_TRUE(gelu_tanh_mul(ctx_of(Backend::reference), x, want).ok());
+      ASSERT_TRUE(gelu_tanh_mul(ctx_of(Backend::emulator), x, out).ok());
+      EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::gelu));
+    } else {
+      ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
+      ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
+      EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
+    }
   }
 }
 
