@@ -5,7 +5,10 @@
 // option, the emulator's counters; the GPU when there is one.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "check/cuda_mem.h"
 #include "ops/activation/config.h"
@@ -108,6 +111,26 @@ TEST_P(SiluMulQuantKernel, NonFiniteGroupsUnderEachPoison) {
     testsupport::for_each_poison([&] { run_case(rng, GetParam(), dt, kCases[4]); });
 }
 
+// Rows of one group (F = 16 nvfp4, 32 mxfp4, 128 fp8) and of group counts that are not a power
+// of two, F not a multiple of 128 for the fp4 kinds (gpt-oss's 2880): fewer lanes per row than
+// a warp, partial warps, odd scale rows.
+std::vector<FCase> group_count_cases(Kind k) {
+  const int64_t G = group_of(k);
+  std::vector<FCase> v;
+  for (int64_t groups : {1, 3, 5, 7}) {
+    v.push_back({1, groups * G});
+    v.push_back({5, groups * G});
+  }
+  if (2880 % G == 0) v.push_back({3, 2880});
+  return v;
+}
+
+TEST_P(SiluMulQuantKernel, FewAndOddGroupCounts) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType dt : {DType::bf16, DType::f16})
+    for (const FCase& c : group_count_cases(GetParam())) run_case(rng, GetParam(), dt, c);
+}
+
 TEST_P(SiluMulQuantKernel, Clamped) {
   TEJAS_SEEDED_TEST_RNG();
   SiluMulOptions o;
@@ -119,8 +142,10 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   const Kind k = GetParam();
+  std::vector<FCase> cases(std::begin(kCases), std::end(kCases));
+  for (const FCase& c : group_count_cases(k)) cases.push_back(c);
   for (DType dt : {DType::bf16, DType::f16})
-    for (const FCase& c : kCases) {
+    for (const FCase& c : cases) {
       SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << c.T << " F=" << c.F);
       Tensors m = make_tensors(rng, k, dt, c, {});
       const std::vector<long double> y = y_of(m.x, {});
@@ -137,6 +162,12 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
       ASSERT_TRUE(dq.download(m.qs).ok() && ds.download(m.ss).ok());
       expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
       EXPECT_TRUE(outside_untouched(m.qs, c.q_lead, c.F));
+      EXPECT_TRUE(m.ss.padding_intact()) << "scales: wrote into row padding";
+      for (auto [mirror, name] : {std::pair{&dq, "q"}, {&ds, "scales"}}) {
+        bool intact = false;
+        ASSERT_TRUE(mirror->guards_intact(&intact).ok());
+        EXPECT_TRUE(intact) << name << ": device bytes outside the tensor were written";
+      }
     }
 }
 
