@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,6 +105,9 @@ class PlacedTensor {
   }
   // Bytes the view spans (contiguous views: its compulsory traffic).
   int64_t bytes() const { return numel() * dtype_bits(view_.dtype) / kBitsPerByte; }
+  // The whole poisoned buffer the view lies in (mirrored whole to the device by run_kernel).
+  const check::HostTensor& storage() const { return storage_; }
+  check::HostTensor& storage() { return storage_; }
 
  private:
   std::vector<int64_t> shape_;
@@ -131,6 +136,69 @@ inline void expect_same_bits(const PlacedTensor& got, const PlacedTensor& want, 
                     << got.value(i) << " vs " << want.value(i) << ")";
   }
   EXPECT_EQ(bad, 0) << name << ": " << bad << " of " << got.numel() << " differ";
+}
+
+// The backend the shared check helpers of the quant kernel tests run the kernel on: the emulator,
+// or cuda inside a ScopedKernelBackend (the Cuda* tests reuse every emulator case that way).
+inline Backend& kernel_backend_slot() {
+  static thread_local Backend b = Backend::emulator;
+  return b;
+}
+inline Backend kernel_backend() { return kernel_backend_slot(); }
+class ScopedKernelBackend {
+ public:
+  explicit ScopedKernelBackend(Backend b) : saved_(kernel_backend_slot()) { kernel_backend_slot() = b; }
+  ~ScopedKernelBackend() { kernel_backend_slot() = saved_; }
+  ScopedKernelBackend(const ScopedKernelBackend&) = delete;
+  ScopedKernelBackend& operator=(const ScopedKernelBackend&) = delete;
+
+ private:
+  Backend saved_;
+};
+
+// Calls `call` on kernel_backend() with the views of `inputs` then `outputs` (null: an absent
+// tensor). Emulator: the host views. cuda: each tensor's whole buffer mirrored to the device (its
+// address mod 256 kept, so misaligned views stay misaligned), the views moved onto the mirrors,
+// the outputs' buffers copied back whole (outside_untouched() then judges the device's writes),
+// and every mirror's guards checked (a write past the buffer is an error status).
+using PlacedCall = std::function<Status(const ExecContext&, const std::vector<TensorView>&)>;
+inline Status run_kernel(const std::vector<const PlacedTensor*>& inputs, const std::vector<PlacedTensor*>& outputs,
+                         const PlacedCall& call) {
+  ExecContext ctx;
+  ctx.backend = kernel_backend();
+  std::vector<const PlacedTensor*> all(inputs);
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  std::vector<TensorView> views;
+  if (ctx.backend != Backend::cuda) {
+    for (const PlacedTensor* t : all) views.push_back(t ? t->view() : TensorView{});
+    return call(ctx, views);
+  }
+  std::vector<std::unique_ptr<check::DeviceMirror>> mirrors;
+  for (const PlacedTensor* t : all) {
+    if (!t) {
+      mirrors.emplace_back();
+      views.emplace_back();
+      continue;
+    }
+    mirrors.push_back(std::make_unique<check::DeviceMirror>());
+    TEJAS_RETURN_IF_ERROR(mirrors.back()->upload(t->storage()));
+    TensorView v = t->view();
+    const auto offset = static_cast<const char*>(t->view().data) - static_cast<const char*>(t->storage().view().data);
+    v.data = static_cast<char*>(mirrors.back()->view().data) + offset;
+    v.device = Device::cuda;
+    v.device_index = 0;
+    views.push_back(v);
+  }
+  TEJAS_RETURN_IF_ERROR(call(ctx, views));
+  TEJAS_RETURN_IF_ERROR(check::device_synchronize());
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!mirrors[i]) continue;
+    if (i >= inputs.size()) TEJAS_RETURN_IF_ERROR(mirrors[i]->download(outputs[i - inputs.size()]->storage()));
+    bool intact = false;
+    TEJAS_RETURN_IF_ERROR(mirrors[i]->guards_intact(&intact));
+    if (!intact) return Status::Internal("tensor " + std::to_string(i) + ": device bytes outside its buffer were written");
+  }
+  return Status::Ok();
 }
 
 inline const emu::Counters& last_counters() {

@@ -51,7 +51,9 @@ void check_quant(const QuantCase& c, const PlacedTensor& x) {
   PlacedTensor q(DType::e4m3, c.shape, c.pad, c.q_misalign), s(c.scales, ss, c.pad);
   PlacedTensor q_ref(DType::e4m3, c.shape), s_ref(c.scales, ss);
   TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref, c.group));
-  TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s, c.group));
+  TEJAS_ASSERT_OK(run_kernel({&x}, {&q, &s}, [&c](const ExecContext& ctx, const std::vector<TensorView>& v) {
+    return quant_fp8_group(ctx, v[0], v[1], v[2], c.group);
+  }));
   expect_same_bits(q, q_ref, "q");
   expect_same_bits(s, s_ref, "scales");
   EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
@@ -106,8 +108,7 @@ TEST(QuantFp8GroupKernel, OtherGroupSizes) {
   other_group_sizes(rng);
 }
 
-TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
-  TEJAS_SEEDED_TEST_RNG();
+void strided_and_misaligned(check::Rng& rng) {
   // Row padding that keeps 16-byte rows (8 bf16) and padding that breaks them (5).
   run_random({DType::bf16, DType::f32, {5, 256}, kGroup, 8}, rng);
   run_random({DType::bf16, DType::ue8m0, {5, 256}, kGroup, 5}, rng);
@@ -118,8 +119,12 @@ TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
   run_random({DType::bf16, DType::f32, {2, 2, 128}, kGroup, 1, 2, 1}, rng);
 }
 
-TEST(QuantFp8GroupKernel, NonCollapsibleLeadingDims) {
+TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
   TEJAS_SEEDED_TEST_RNG();
+  strided_and_misaligned(rng);
+}
+
+void non_collapsible_leading_dims(check::Rng& rng) {
   // x is a [2, 3, 128] slice of a [2, 4, 128] buffer: its rows do not share one stride.
   PlacedTensor big(DType::bf16, {2, 4, 128});
   fill_grouped(big, rng, kGroup);
@@ -134,8 +139,12 @@ TEST(QuantFp8GroupKernel, NonCollapsibleLeadingDims) {
   EXPECT_EQ(detail::last_emulator_reports().size(), 2u);  // one launch per index of the outer dim
 }
 
-TEST(QuantFp8GroupKernel, NonFiniteZeroAndHuge) {
+TEST(QuantFp8GroupKernel, NonCollapsibleLeadingDims) {
   TEJAS_SEEDED_TEST_RNG();
+  non_collapsible_leading_dims(rng);
+}
+
+void non_finite_zero_and_huge(check::Rng& rng) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   for (DType xd : {DType::f32, DType::bf16}) {
@@ -162,9 +171,13 @@ TEST(QuantFp8GroupKernel, NonFiniteZeroAndHuge) {
   }
 }
 
-// x / s within an ulp or two of e4m3 rounding midpoints: the exact-rounding branch.
-TEST(QuantFp8GroupKernel, NearTiesRoundExactly) {
+TEST(QuantFp8GroupKernel, NonFiniteZeroAndHuge) {
   TEJAS_SEEDED_TEST_RNG();
+  non_finite_zero_and_huge(rng);
+}
+
+// x / s within an ulp or two of e4m3 rounding midpoints: the exact-rounding branch.
+void near_ties_round_exactly(check::Rng& rng) {
   constexpr int kRows = 24;
   const QuantCase c{DType::f32, DType::f32, {kRows, kGroup}};
   PlacedTensor x(DType::f32, c.shape);
@@ -188,6 +201,11 @@ TEST(QuantFp8GroupKernel, NearTiesRoundExactly) {
   }
   EXPECT_GT(near, kRows * kGroup / 2) << "the inputs should sit next to midpoints";
   check_quant(c, x);
+}
+
+TEST(QuantFp8GroupKernel, NearTiesRoundExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  near_ties_round_exactly(rng);
 }
 
 TEST(QuantFp8GroupKernel, CountersAtTheIdeal) {
@@ -242,7 +260,9 @@ void fill_codes_and_scales(PlacedTensor& q, PlacedTensor& s, check::Rng& rng) {
 void check_dequant(const DequantCase& c, const PlacedTensor& q, const PlacedTensor& s) {
   PlacedTensor out(c.out, c.shape, c.pad, c.out_misalign), out_ref(c.out, c.shape);
   TEJAS_ASSERT_OK(dequant_fp8_group(backend_ctx(Backend::reference), q, s, out_ref, c.group));
-  TEJAS_ASSERT_OK(dequant_fp8_group(backend_ctx(Backend::emulator), q, s, out, c.group));
+  TEJAS_ASSERT_OK(run_kernel({&q, &s}, {&out}, [&c](const ExecContext& ctx, const std::vector<TensorView>& v) {
+    return dequant_fp8_group(ctx, v[0], v[1], v[2], c.group);
+  }));
   expect_same_bits(out, out_ref, "out");
   EXPECT_TRUE(out.outside_untouched()) << "out: wrote outside its view";
 }
@@ -291,8 +311,7 @@ TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants 
 
 // Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps
 // the final rounding correct.
-TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
-  TEJAS_SEEDED_TEST_RNG();
+void dequant_double_rounding_hazards(check::Rng& rng) {
   constexpr int64_t kRows = 16;
   const uint8_t codes[] = {0x3C, 0x3E, 0x3A, 0x44, 0x4A, 0xBB};  // 1.5, 1.75, 1.25, 3, 5, -1.375
   for (DType od : {DType::bf16, DType::f16}) {
@@ -315,6 +334,11 @@ TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
   }
 }
 
+TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
+  TEJAS_SEEDED_TEST_RNG();
+  dequant_double_rounding_hazards(rng);
+}
+
 TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t M = 4, K = 1024;
@@ -332,27 +356,31 @@ TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
   EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
 }
 
+// Every emulator case above on the GPU (check helpers through run_kernel: whole buffers mirrored,
+// misalignment kept, writes outside the views and past the buffers caught), and the launch
+// variants of the A/Bs.
 TEST(QuantFp8GroupKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
-  for (DType sd : {DType::f32, DType::ue8m0}) {
-    {
-      PlacedTensor x(DType::bf16, {7, 4224});
-      fill_grouped(x, rng, kGroup);
-      PlacedTensor q(DType::e4m3, {7, 4224}), s(sd, {7, 33}), q_ref(DType::e4m3, {7, 4224}), s_ref(sd, {7, 33});
-      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref));
-      check::HostTensor xh(DType::bf16, {7, 4224}), qh(DType::e4m3, {7, 4224}), sh(sd, {7, 33});
-      for (int64_t i = 0; i < x.numel(); ++i) xh.set_bits_flat(i, x.bits(i));
-      check::DeviceMirror xd, qd, sdv;
-      TEJAS_ASSERT_OK(xd.upload(xh));
-      TEJAS_ASSERT_OK(qd.upload(qh));
-      TEJAS_ASSERT_OK(sdv.upload(sh));
-      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::cuda), xd.view(), qd.view(), sdv.view()));
-      TEJAS_ASSERT_OK(check::device_synchronize());
-      TEJAS_ASSERT_OK(qd.download(qh));
-      TEJAS_ASSERT_OK(sdv.download(sh));
-      for (int64_t i = 0; i < q.numel(); ++i) ASSERT_EQ(qh.bits_flat(i), q_ref.bits(i)) << "q " << i;
-      for (int64_t i = 0; i < s.numel(); ++i) ASSERT_EQ(sh.bits_flat(i), s_ref.bits(i)) << "scales " << i;
-    }
-  }
+  const ScopedKernelBackend cuda(Backend::cuda);
+  quant_random_shapes(rng);
+  other_group_sizes(rng);
+  strided_and_misaligned(rng);
+  non_finite_zero_and_huge(rng);
+  near_ties_round_exactly(rng);
+}
+
+TEST(DequantFp8GroupKernel, CudaMatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const ScopedKernelBackend cuda(Backend::cuda);
+  dequant_random_shapes(rng);
+  dequant_double_rounding_hazards(rng);
+}
+
+TEST(QuantFp8GroupKernel, CudaTunedVariantsMatchReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const ScopedKernelBackend cuda(Backend::cuda);
+  run_tuned_variants([&] { quant_random_shapes(rng); }, [&] { dequant_random_shapes(rng); });
 }

@@ -58,7 +58,9 @@ void check_quant(const MxCase& c, const PlacedTensor& x, const PlacedTensor* ts)
   PlacedTensor q(qd, c.shape, c.pad, c.q_misalign), s(sd, ss, c.pad), q_ref(qd, c.shape), s_ref(sd, ss);
   const TensorView tsv = ts ? ts->view() : TensorView{};
   TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), c.f, x, q_ref, s_ref, tsv));
-  TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), c.f, x, q, s, tsv));
+  TEJAS_ASSERT_OK(run_kernel({&x, ts}, {&q, &s}, [&c](const ExecContext& ctx, const std::vector<TensorView>& v) {
+    return quant_mx(ctx, c.f, v[0], v[2], v[3], v[1]);
+  }));
   expect_same_bits(q, q_ref, "q");
   expect_same_bits(s, s_ref, "scales");
   EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
@@ -100,8 +102,7 @@ TEST(QuantMxKernel, RandomShapesMatchReference) {
   quant_random_shapes(rng);
 }
 
-TEST(QuantMxKernel, StridedAndMisalignedViews) {
-  TEJAS_SEEDED_TEST_RNG();
+void strided_and_misaligned(check::Rng& rng) {
   for (MxFormat f : kFormats) {
     run_random({f, DType::bf16, {5, 128}, 8}, rng);     // padded, rows stay 16-byte aligned
     run_random({f, DType::bf16, {5, 128}, 2}, rng);     // padded, rows not aligned: generic
@@ -110,17 +111,25 @@ TEST(QuantMxKernel, StridedAndMisalignedViews) {
   }
 }
 
+TEST(QuantMxKernel, StridedAndMisalignedViews) {
+  TEJAS_SEEDED_TEST_RNG();
+  strided_and_misaligned(rng);
+}
+
 // nvfp4 with tensor_scale too small (block scales saturate at 448) and too large (block scales
 // underflow to 0: all-zero codes).
+void nvfp4_tensor_scale_extremes(check::Rng& rng) {
+  for (double factor : {1e-3, 0.37, 3.0, 1e4}) run_random({MxFormat::nvfp4, DType::bf16, {4, 128}}, rng, factor);
+}
+
 TEST(QuantMxKernel, Nvfp4TensorScaleExtremes) {
   TEJAS_SEEDED_TEST_RNG();
-  for (double factor : {1e-3, 0.37, 3.0, 1e4}) run_random({MxFormat::nvfp4, DType::bf16, {4, 128}}, rng, factor);
+  nvfp4_tensor_scale_extremes(rng);
 }
 
 // tensor_scale at the ends of its range [2^-64, 2^64] (tejas/quant.h), x scaled with it so that
 // block scales span e4m3's range: the reciprocals the kernel forms stay normal, codes exact.
-TEST(QuantMxKernel, Nvfp4TensorScaleAtRangeEnds) {
-  TEJAS_SEEDED_TEST_RNG();
+void nvfp4_tensor_scale_at_range_ends(check::Rng& rng) {
   for (int e : {-64, 64}) {
     for (DType xd : {DType::bf16, DType::f32}) {
       SCOPED_TRACE(testing::Message() << "tensor_scale 2^" << e << " x " << dtype_name(xd));
@@ -137,8 +146,12 @@ TEST(QuantMxKernel, Nvfp4TensorScaleAtRangeEnds) {
   }
 }
 
-TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
+TEST(QuantMxKernel, Nvfp4TensorScaleAtRangeEnds) {
   TEJAS_SEEDED_TEST_RNG();
+  nvfp4_tensor_scale_at_range_ends(rng);
+}
+
+void non_finite_zero_tiny_and_exponent_clamp(check::Rng& rng) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   for (MxFormat f : kFormats) {
@@ -168,10 +181,14 @@ TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
   }
 }
 
+TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
+  TEJAS_SEEDED_TEST_RNG();
+  non_finite_zero_tiny_and_exponent_clamp(rng);
+}
+
 // nvfp4: x / (block_scale * tensor_scale) next to e2m1 midpoints, and amax / (6 * ts) next to e4m3
 // midpoints (the block scale's own rounding).
-TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
-  TEJAS_SEEDED_TEST_RNG();
+void nvfp4_near_ties_round_exactly(check::Rng& rng) {
   constexpr int64_t kRows = 16, B = 16;
   const double e2m1_mids[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
   PlacedTensor x(DType::f32, {kRows, 4 * B}), ts(DType::f32, {1});
@@ -195,6 +212,11 @@ TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
     }
   }
   check_quant({MxFormat::nvfp4, DType::f32, {kRows, 4 * B}}, x, &ts);
+}
+
+TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  nvfp4_near_ties_round_exactly(rng);
 }
 
 TEST(QuantMxKernel, CountersAtTheIdeal) {
@@ -244,7 +266,10 @@ void run_dequant(MxFormat f, DType od, std::vector<int64_t> shape, check::Rng& r
   const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
   PlacedTensor out(od, shape, pad, out_misalign), out_ref(od, shape);
   TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), f, q, s, tsv, out_ref));
-  TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::emulator), f, q, s, tsv, out));
+  TEJAS_ASSERT_OK(run_kernel({&q, &s, f == MxFormat::nvfp4 ? &ts : nullptr}, {&out},
+                             [f](const ExecContext& ctx, const std::vector<TensorView>& v) {
+                               return dequant_mx(ctx, f, v[0], v[1], v[2], v[3]);
+                             }));
   expect_same_bits(out, out_ref, "out");
   EXPECT_TRUE(out.outside_untouched()) << "out: wrote outside its view";
 }
@@ -304,29 +329,31 @@ TEST(QuantMxKernel, BadTensorScaleRejectedBeforeAnyWrite) {
   for (int64_t i = 0; i < s.numel(); ++i) ASSERT_EQ(s.bits(i), 0xFFu);
 }
 
+// Every emulator case above on the GPU (check helpers through run_kernel: whole buffers mirrored,
+// misalignment kept, writes outside the views and past the buffers caught), and the launch
+// variants of the A/Bs.
 TEST(QuantMxKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
-  constexpr int64_t M = 9, K = 7168;
-  for (MxFormat f : kFormats) {
-    SCOPED_TRACE(mx_format_name(f));
-    check::HostTensor x(DType::bf16, {M, K}), q(code_dtype(f), {M, K}), s(scale_dtype(f), scale_shape({M, K}, f));
-    check::HostTensor q_ref(code_dtype(f), {M, K}), s_ref(scale_dtype(f), scale_shape({M, K}, f));
-    check::HostTensor ts(DType::f32, {1});
-    check::fill_normal(x, rng);
-    ts.set_flat(0, 4.0 / kNvfp4Range);
-    const bool nv = f == MxFormat::nvfp4;
-    TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, nv ? ts.view() : TensorView{}));
-    check::DeviceMirror xd, qd, sd, tsd;
-    TEJAS_ASSERT_OK(xd.upload(x));
-    TEJAS_ASSERT_OK(qd.upload(q));
-    TEJAS_ASSERT_OK(sd.upload(s));
-    TEJAS_ASSERT_OK(tsd.upload(ts));
-    TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::cuda), f, xd.view(), qd.view(), sd.view(), nv ? tsd.view() : TensorView{}));
-    TEJAS_ASSERT_OK(check::device_synchronize());
-    TEJAS_ASSERT_OK(qd.download(q));
-    TEJAS_ASSERT_OK(sd.download(s));
-    EXPECT_TRUE(check::compare_exact(q, q_ref).ok) << check::compare_exact(q, q_ref).message;
-    EXPECT_TRUE(check::compare_exact(s, s_ref).ok) << check::compare_exact(s, s_ref).message;
-  }
+  const ScopedKernelBackend cuda(Backend::cuda);
+  quant_random_shapes(rng);
+  strided_and_misaligned(rng);
+  nvfp4_tensor_scale_extremes(rng);
+  nvfp4_tensor_scale_at_range_ends(rng);
+  non_finite_zero_tiny_and_exponent_clamp(rng);
+  nvfp4_near_ties_round_exactly(rng);
+}
+
+TEST(DequantMxKernel, CudaMatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const ScopedKernelBackend cuda(Backend::cuda);
+  dequant_random_shapes(rng);
+}
+
+TEST(QuantMxKernel, CudaTunedVariantsMatchReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const ScopedKernelBackend cuda(Backend::cuda);
+  run_tuned_variants([&] { quant_random_shapes(rng); }, [&] { dequant_random_shapes(rng); });
 }
