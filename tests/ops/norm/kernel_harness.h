@@ -48,7 +48,8 @@ using Call = std::function<Status(const ExecContext&, const std::vector<TensorVi
 
 // emulator: the host views as they are. cuda: every tensor mirrored to the device (at the host
 // view's address modulo 256, so shifted views stay misaligned), the call, then every tensor
-// copied back.
+// copied back (its span, row padding included) and its device guards checked: a write past a
+// tensor is an error status.
 inline Status run_backend(Backend b, const std::vector<check::HostTensor*>& ts, const Call& call) {
   if (b != Backend::cuda) {
     std::vector<TensorView> views;
@@ -72,8 +73,13 @@ inline Status run_backend(Backend b, const std::vector<check::HostTensor*>& ts, 
   }
   TEJAS_RETURN_IF_ERROR(call(ctx_for(b), views));
   TEJAS_RETURN_IF_ERROR(check::device_synchronize());
-  for (size_t i = 0; i < ts.size(); ++i)
-    if (mirrors[i]) TEJAS_RETURN_IF_ERROR(mirrors[i]->download(*ts[i]));
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (!mirrors[i]) continue;
+    TEJAS_RETURN_IF_ERROR(mirrors[i]->download(*ts[i]));
+    bool intact = false;
+    TEJAS_RETURN_IF_ERROR(mirrors[i]->guards_intact(&intact));
+    if (!intact) return Status::Internal("tensor " + std::to_string(i) + ": device bytes outside it were written");
+  }
   return Status::Ok();
 }
 
