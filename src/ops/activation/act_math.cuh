@@ -29,12 +29,14 @@ inline constexpr float kGeluCubic = 0.044715f;
 // below 2^-126), so multiplying it by the other factor m afterwards would keep its few bits.
 // There the product is formed as ((g e^(a + 64)) m) e^-64 instead: every factor normal (for
 // a >= -151) until the last product, which rounds once. a + 64 is exact there (|a| >= 64: a is
-// a multiple of 64's ulp); e^-64 as an f32 adds half an ulp. (g e^(a + 64)) m can only overflow
-// where the result exceeds FLT_MAX e^-64 ~ 5e10 with a < -80: never for silu and gelu_tanh
-// (|g e^a| < 1e-33 there), only for clamped SwiGLU with alpha, g and limit near the f32 extremes.
+// a multiple of 64's ulp); e^-64 as an f32 adds half an ulp. (g e^(a + 64)) m overflows where
+// |result| > FLT_MAX e^-64 ~ 5e10 (never for silu and gelu_tanh: |g e^a| < 1e-33 there; clamped
+// SwiGLU with a tiny alpha and a huge up can): then (g e^(a + 64) e^-64) m, whose first product
+// is normal because |m| is that large.
 inline constexpr float kScaledSigmoidBelow = -80.0f;
 inline constexpr float kSigmoidShift = 64.0f;
 inline constexpr float kExpMinusShift = 1.6038108905486379e-28f;  // e^-64, rounded to f32
+inline constexpr float kF32MaxFinite = 3.4028234663852886e38f;
 
 // g * sigmoid(a) * m, with the header's limits: g sigmoid(a) -> -0 when a = -Inf (t = 0 on the
 // negative side; then -0 * m), NaN for NaN. Above a = -80 the order is (g sigmoid(a)) m.
@@ -42,7 +44,10 @@ __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
   if (a < kScaledSigmoidBelow) {
     const float ts = dev::expf(a + kSigmoidShift);  // e^a e^64
     if (ts == 0.0f) return -0.0f * m;  // a -> -Inf (or so negative that e^a underflows): the limit
-    return g * ts * m * kExpMinusShift;
+    const float p = g * ts;
+    const float scaled = p * m;
+    if (fabsf(scaled) > kF32MaxFinite && fabsf(m) <= kF32MaxFinite) return p * kExpMinusShift * m;
+    return scaled * kExpMinusShift;
   }
   const float t = dev::expf(-fabsf(a));
   if (a >= 0.0f) return g / (1.0f + t) * m;

@@ -25,7 +25,7 @@ void check_tensor_scale_value(detail::Validator& v, const TensorView& tensor_sca
 // tensor_scale, prefixed by `op`.
 Status tensor_scale_value_status(const char* op, double value);
 // Debug-check mode on the cuda backend: reads a device tensor_scale (synchronizing ctx.stream)
-// and applies the rule above. Defined in launch.cu: builds with device code only.
+// and applies the rule above; an absent one (formats without it) passes. Defined in launch.cu: builds with device code only.
 Status check_device_tensor_scale(const char* op, const ExecContext& ctx, const TensorView& tensor_scale);
 
 }  // namespace tejas::quant_detail

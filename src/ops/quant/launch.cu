@@ -11,6 +11,7 @@
 namespace tejas::quant_detail {
 
 Status check_device_tensor_scale(const char* op, const ExecContext& ctx, const TensorView& tensor_scale) {
+  if (!tensor_scale.defined()) return Status::Ok();  // mxfp8 / mxfp4 / fp8: none to check
   float value = 0.0f;
   TEJAS_RETURN_IF_ERROR(detail::read_device_f32(op, ctx, tensor_scale, &value));
   return tensor_scale_value_status(op, value);

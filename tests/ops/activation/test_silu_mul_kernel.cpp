@@ -3,6 +3,8 @@
 // emulator's counters; the same cases on the GPU when there is one.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <limits>
 
 #include "ops/activation/gated_kernel_cases.h"
@@ -101,6 +103,27 @@ TEST(SiluMulKernel, FarNegativeSigmoidArgumentsKeepRelativeAccuracy) {
       EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
     }
   }
+}
+
+// Clamped with a tiny alpha: a = alpha g < -80 at gates near -1e8, and ups near FLT_MAX make the
+// scaled product g e^(a + 64) up overflow although the result (~1e11) is finite: the kernel must
+// scale back before multiplying by up there.
+TEST(SiluMulKernel, FarNegativeArgumentsWithHugeUpDoNotOverflow) {
+  constexpr int64_t F = 4;
+  SiluMulOptions o;
+  o.clamped = true;
+  o.alpha = 1e-6;
+  o.limit = 3.4e38;
+  const double gates[] = {-8.05e7, -8.5e7, -9.0e7, -1.0e8};
+  check::HostTensor x(DType::f32, {1, 2 * F}), out(DType::f32, {1, F}), want(DType::f32, {1, F});
+  for (int64_t f = 0; f < F; ++f) {
+    x.set({0, f}, gates[f]);
+    x.set({0, F + f}, 3e38);
+  }
+  ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
+  ASSERT_TRUE(std::isfinite(want.get({0, 0}))) << "the reference result should be finite";
+  ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
+  EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
 }
 
 // The header's non-finite cases, on the kernel: each against the reference element.

@@ -171,6 +171,39 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
     }
 }
 
+// Debug-check mode on cuda: kinds without a tensor_scale read none and run as usual; nvfp4's is
+// read and judged before the launch (0: invalid_argument naming it, q and scales untouched).
+TEST_P(SiluMulQuantKernel, CudaDebugChecks) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const Kind k = GetParam();
+  const FCase c{3, 256};
+  for (bool bad_scale : {false, true}) {
+    if (bad_scale && k != Kind::nvfp4) continue;
+    SCOPED_TRACE(bad_scale ? "tensor_scale 0" : "valid call");
+    Tensors m = make_tensors(rng, k, DType::bf16, c, {});
+    if (bad_scale) m.ts.set_flat(0, 0.0);
+    const std::vector<long double> y = y_of(m.x, {});
+    check::DeviceMirror dx, dts, dq, ds;
+    ASSERT_TRUE(dx.upload(m.xs).ok() && dts.upload(m.ts).ok() && dq.upload(m.qs).ok() && ds.upload(m.ss).ok());
+    ExecContext ctx = ctx_of(Backend::cuda);
+    ctx.debug_checks = true;
+    const Status s = call_fused(k, ctx, dx.view(), dq.view(), ds.view(), dts.view(), {});
+    ASSERT_TRUE(check::device_synchronize().ok());
+    ASSERT_TRUE(dq.download(m.qs).ok() && ds.download(m.ss).ok());
+    if (bad_scale) {
+      EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.to_string();
+      EXPECT_NE(s.message().find("tensor_scale: expected a value in [2^-64, 2^64]"), std::string::npos) << s.message();
+      const check::HostTensor fresh_q(m.qs.dtype(), m.qs.shape()), fresh_s(m.ss.dtype(), m.ss.shape());
+      for (int64_t i = 0; i < m.qs.numel(); ++i) ASSERT_EQ(m.qs.bits_flat(i), fresh_q.bits_flat(i)) << "q written";
+      for (int64_t i = 0; i < m.ss.numel(); ++i) ASSERT_EQ(m.ss.bits_flat(i), fresh_s.bits_flat(i)) << "scales written";
+    } else {
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, SiluMulQuantKernel, ::testing::ValuesIn(kAllKinds), kind_test_name);
 
 }  // namespace

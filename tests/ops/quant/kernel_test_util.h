@@ -27,6 +27,12 @@ inline constexpr int kBitsPerByte = 8;
 // `misalign` bytes past a 128-byte boundary (fp4: a whole byte).
 class PlacedTensor {
  public:
+  // Not copyable: a copy's view would still point into this buffer. Moves keep the buffer.
+  PlacedTensor(const PlacedTensor&) = delete;
+  PlacedTensor& operator=(const PlacedTensor&) = delete;
+  PlacedTensor(PlacedTensor&&) = default;
+  PlacedTensor& operator=(PlacedTensor&&) = default;
+
   PlacedTensor(DType dt, std::vector<int64_t> shape, int64_t pad = 0, int64_t misalign = 0) : shape_(shape) {
     const int nd = static_cast<int>(shape.size());
     int64_t stride = 1, span = 1;
@@ -160,7 +166,8 @@ class ScopedKernelBackend {
 // tensor). Emulator: the host views. cuda: each tensor's whole buffer mirrored to the device (its
 // address mod 256 kept, so misaligned views stay misaligned), the views moved onto the mirrors,
 // the outputs' buffers copied back whole (outside_untouched() then judges the device's writes),
-// and every mirror's guards checked (a write past the buffer is an error status).
+// the inputs' buffers compared with what was uploaded, and every mirror's guards checked (a write
+// into an input or past a buffer is an error status).
 using PlacedCall = std::function<Status(const ExecContext&, const std::vector<TensorView>&)>;
 inline Status run_kernel(const std::vector<const PlacedTensor*>& inputs, const std::vector<PlacedTensor*>& outputs,
                          const PlacedCall& call) {
@@ -189,16 +196,25 @@ inline Status run_kernel(const std::vector<const PlacedTensor*>& inputs, const s
     v.device_index = 0;
     views.push_back(v);
   }
-  TEJAS_RETURN_IF_ERROR(call(ctx, views));
+  // A failed call is still checked for writes: a rejected call must leave every byte alone.
+  const Status called = call(ctx, views);
   TEJAS_RETURN_IF_ERROR(check::device_synchronize());
   for (size_t i = 0; i < all.size(); ++i) {
     if (!mirrors[i]) continue;
-    if (i >= inputs.size()) TEJAS_RETURN_IF_ERROR(mirrors[i]->download(outputs[i - inputs.size()]->storage()));
+    if (i >= inputs.size()) {
+      TEJAS_RETURN_IF_ERROR(mirrors[i]->download(outputs[i - inputs.size()]->storage()));
+    } else {
+      check::HostTensor after = all[i]->storage();  // same shape and alignment; overwritten below
+      TEJAS_RETURN_IF_ERROR(mirrors[i]->download(after));
+      for (int64_t b = 0; b < after.numel(); ++b)
+        if (after.bits_flat(b) != all[i]->storage().bits_flat(b))
+          return Status::Internal("input " + std::to_string(i) + ": the kernel wrote into it (byte " + std::to_string(b) + ")");
+    }
     bool intact = false;
     TEJAS_RETURN_IF_ERROR(mirrors[i]->guards_intact(&intact));
     if (!intact) return Status::Internal("tensor " + std::to_string(i) + ": device bytes outside its buffer were written");
   }
-  return Status::Ok();
+  return called;
 }
 
 inline const emu::Counters& last_counters() {

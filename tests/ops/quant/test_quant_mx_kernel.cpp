@@ -344,6 +344,45 @@ TEST(QuantMxKernel, CudaMatchesReference) {
   nvfp4_near_ties_round_exactly(rng);
 }
 
+// Debug-check mode on cuda: a device tensor_scale is read and judged before any launch (outside
+// [2^-64, 2^64]: invalid_argument naming it, every output byte untouched); formats without one
+// read nothing and run.
+TEST(QuantMxKernel, CudaDebugChecksReadTheTensorScale) {
+  TEJAS_REQUIRE_CUDA();
+  const ScopedKernelBackend cuda(Backend::cuda);
+  for (double bad : {0.0, 0x1p65}) {
+    SCOPED_TRACE(::testing::Message() << "tensor_scale " << bad);
+    PlacedTensor x(DType::bf16, {2, 32}), q(DType::e2m1, {2, 32}), s(DType::e4m3, {2, 2}), ts(DType::f32, {1});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 1.0);
+    ts.set(0, bad);
+    const Status st = run_kernel({&x, &ts}, {&q, &s}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+      ExecContext debug = ctx;
+      debug.debug_checks = true;
+      return quant_mx(debug, MxFormat::nvfp4, v[0], v[2], v[3], v[1]);
+    });
+    EXPECT_EQ(st.code(), StatusCode::invalid_argument) << st.to_string();
+    EXPECT_EQ(st.message().rfind("quant_mx: tensor_scale: expected a value in [2^-64, 2^64]", 0), 0u) << st.message();
+    EXPECT_TRUE(q.outside_untouched() && s.outside_untouched());
+    for (int64_t i = 0; i < q.numel(); ++i) ASSERT_EQ(q.bits(i), q.bits(0)) << "q written";
+    PlacedTensor out(DType::bf16, {2, 32});
+    const Status dst = run_kernel({&q, &s, &ts}, {&out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+      ExecContext debug = ctx;
+      debug.debug_checks = true;
+      return dequant_mx(debug, MxFormat::nvfp4, v[0], v[1], v[2], v[3]);
+    });
+    EXPECT_EQ(dst.code(), StatusCode::invalid_argument) << dst.to_string();
+    EXPECT_TRUE(out.outside_untouched());
+  }
+  PlacedTensor x(DType::bf16, {2, 32}), q(DType::e4m3, {2, 32}), s(DType::ue8m0, {2, 1});
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, 1.0);
+  const Status ok = run_kernel({&x}, {&q, &s}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+    ExecContext debug = ctx;
+    debug.debug_checks = true;
+    return quant_mx(debug, MxFormat::mxfp8, v[0], v[1], v[2]);
+  });
+  EXPECT_TRUE(ok.ok()) << ok.to_string();
+}
+
 TEST(DequantMxKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();

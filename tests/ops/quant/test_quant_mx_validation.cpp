@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -215,7 +216,9 @@ TEST(QuantMxValidation, TensorScaleValueInRange) {
   // Non-positive, non-finite, and just outside [2^-64, 2^64] (tejas/quant.h: the kernels need
   // 1 / (6 * tensor_scale) and 1 / (block_scale * tensor_scale) normal).
   const double bad[] = {0.0, -0.0, -0.5, std::numeric_limits<double>::infinity(),
-                        std::numeric_limits<double>::quiet_NaN(), 0x1p-65, 0x1p65, 1e-40, 1e38};
+                        std::numeric_limits<double>::quiet_NaN(), 0x1p-65, 0x1p65, 1e-40, 1e38,
+                        // the f32 neighbours just outside the range
+                        std::nextafter(0x1p-64f, 0.0f), std::nextafter(0x1p64f, 1e30f)};
   for (double v : bad) {
     SCOPED_TRACE(testing::Message() << "tensor_scale " << v);
     for_all({MxFormat::nvfp4}, [v](MxCall& c) {
