@@ -112,7 +112,13 @@ inline void check_norm_case(Backend b, const NormCase& c, check::Rng& rng) {
     EXPECT_TRUE(optest::bits_of(x) == x_before) << "x is an input";
   }
   if (!c.in_place && c.shift == 0) {
-    EXPECT_TRUE(out_got.padding_intact() && out_got.guards_intact());
+    EXPECT_TRUE(out_got.padding_intact() && out_got.guards_intact()) << "out: wrote outside its rows";
+  }
+  if (c.fused && c.shift == 0) {
+    EXPECT_TRUE(res_got.padding_intact() && res_got.guards_intact()) << "residual: wrote outside its rows";
+  }
+  if (dynamic) {
+    EXPECT_TRUE(sc_got.guards_intact()) << "scale: wrote outside it";
   }
   if (c.fused) {
     const auto r = check::compare_exact(res_got, res_ref);

@@ -88,6 +88,12 @@ void check_case(Backend b, const QCase& c, check::Rng& rng, const Poke& poke = {
   column_major = c.column_major;
   TEJAS_ASSERT_OK(run_backend(b, {&x, &res_got, &w, &q_got, &s_got}, call));
   EXPECT_TRUE(optest::bits_of(x) == x_before) << "x is an input";
+  // Nothing written outside the outputs' elements: row padding (unshifted views), the bytes
+  // around each buffer, and the [G, T] storage of column-major scales has no gaps to check.
+  if (c.shift == 0) {
+    EXPECT_TRUE(res_got.padding_intact() && q_got.padding_intact()) << "residual / q: wrote into row padding";
+  }
+  EXPECT_TRUE(res_got.guards_intact() && q_got.guards_intact() && s_got.guards_intact()) << "wrote past a buffer";
   // Bit for bit; with non-finite inputs, equal values (a NaN's sign and payload are not part of
   // the contract: the kernel's f32 add keeps x's, the float64 reference's rounding its own).
   const auto r = poke ? check::compare(res_got, res_ref, check::Tolerance{}) : check::compare_exact(res_got, res_ref);
