@@ -128,7 +128,7 @@ Cost cost_quant_group(int64_t M, int64_t K, int64_t group, DType x, DType q, DTy
 
 Cost cost_dequant_group(int64_t M, int64_t K, int64_t group, DType q, DType scale, DType out, bool tensor_scale) {
   Cost c;
-  c.flops = (tensor_scale ? 2.0 : 1.0) * static_cast<double>(M * K);
+  c.flops = 2.0 * static_cast<double>(M * K);  // decode, scale (docs/kernels/dequant_*.md)
   c.bytes = tensor_bytes(q, M * K) + tensor_bytes(scale, M * (K / group)) + tensor_bytes(out, M * K) +
             (tensor_scale ? tensor_bytes(DType::f32, 1) : 0.0);
   return c;

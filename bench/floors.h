@@ -6,7 +6,8 @@
 //   rms_norm 4 (square, add, scale, weight); fused_add_rms_norm 5 (+ the residual add);
 //   rope 3 per rotated element (a*cos - b*sin: 2 mul + 1 add); silu_mul 4 (exp, add, div, mul);
 //   silu_mul clamped 9 (min, clamp 2, alpha*g, exp, add, div, *g, (u+1)*); gelu_tanh_mul 10;
-//   quant 3 per input element (abs, max, scale); dequant 1 (nvfp4: 2, two scales);
+//   quant 3 per input element (abs, max, scale); dequant 2 (decode, scale; nvfp4's two scales
+//   are multiplied once per block);
 //   attention 4*D per visible (query, key) pair (QK^T and PV, multiply-add = 2);
 //   merge (2*S + 1)*D per (token, head) for S parts (S scaled accumulations, one final scale);
 //   gemm 2*M*N*K; copy 0.

@@ -140,14 +140,18 @@ bool is_suite(std::string_view name) {
 
 std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<const ModelShape*>& chosen) {
   std::vector<const ModelShape*> ms = chosen;
-  if (ms.empty())
+  if (ms.empty()) {
     for (const auto& m : models()) ms.push_back(&m);
+    if (suite == "norm") ms.push_back(&norm_limit_model());  // last: the first rows cut by --time-limit
+  }
+  const ModelShape* limit = &norm_limit_model();
   std::vector<Workload> out;
   if (suite == "memcpy") {
     add_copy_rows(out);
     return out;
   }
   for (const ModelShape* m : ms) {
+    if (m == limit && suite != "norm") continue;  // its other shapes are not production shapes here
     if (suite == "norm") {
       add_norm_rows(*m, out);
       add_norm_fused_rows(*m, out);

@@ -125,20 +125,43 @@ void add_activation_rows(const ModelShape& m, std::vector<Workload>& out) {
   }
 }
 
+// The tensor_scale of nvfp4 rows: a device f32 [1] holding kStaticScale.
+Status upload_tensor_scale(DeviceArena& a, TensorView* t) {
+  check::HostTensor one(DType::f32, {1});
+  one.set_flat(0, kStaticScale);
+  return a.upload(one, t);
+}
+
 void add_quant_rows(const ModelShape& m, std::vector<Workload>& out) {
   const int64_t K = m.hidden;
   for (int64_t M : token_counts()) {
-    Workload q = row("quant", "quant_fp8_group", m, cat("M=", M, " K=", K, " bf16 group ", kQuantGroup),
-                     cost_quant_group(M, K, kQuantGroup, DType::bf16, DType::e4m3, DType::f32, false));
-    q.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
-      TensorView x, c, s;
-      TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {M, K}, &x));
-      TEJAS_RETURN_IF_ERROR(a.empty(DType::e4m3, {M, K}, &c));
-      TEJAS_RETURN_IF_ERROR(a.empty(DType::f32, {M, K / kQuantGroup}, &s));
-      *launch = [=] { return quant_fp8_group(cuda_ctx(), x, c, s, kQuantGroup); };
-      return Status::Ok();
-    };
-    out.push_back(std::move(q));
+    // fp8 groups of 128 need K % 128 == 0 (gpt-oss's 2880 is 22.5 groups: no row).
+    if (K % kQuantGroup == 0) {
+      Workload q = row("quant", "quant_fp8_group", m, cat("M=", M, " K=", K, " bf16 group ", kQuantGroup),
+                       cost_quant_group(M, K, kQuantGroup, DType::bf16, DType::e4m3, DType::f32, false));
+      q.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        TensorView x, c, s;
+        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {M, K}, &x));
+        TEJAS_RETURN_IF_ERROR(a.empty(DType::e4m3, {M, K}, &c));
+        TEJAS_RETURN_IF_ERROR(a.empty(DType::f32, {M, K / kQuantGroup}, &s));
+        *launch = [=] { return quant_fp8_group(cuda_ctx(), x, c, s, kQuantGroup); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(q));
+      // The inverse: codes and f32 scales back to bf16 (weights or activations read by a
+      // bf16 kernel).
+      Workload d = row("quant", "dequant_fp8_group", m, cat("M=", M, " K=", K, " group ", kQuantGroup, " -> bf16"),
+                       cost_dequant_group(M, K, kQuantGroup, DType::e4m3, DType::f32, DType::bf16, false));
+      d.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        TensorView c, s, y;
+        TEJAS_RETURN_IF_ERROR(a.random(DType::e4m3, {M, K}, &c));
+        TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {M, K / kQuantGroup}, &s));
+        TEJAS_RETURN_IF_ERROR(a.empty(DType::bf16, {M, K}, &y));
+        *launch = [=] { return dequant_fp8_group(cuda_ctx(), c, s, y, kQuantGroup); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(d));
+    }
     for (MxFormat f : {MxFormat::mxfp8, MxFormat::mxfp4, MxFormat::nvfp4}) {
       const int64_t block = mx_block_size(f);
       if (K % block != 0) continue;
@@ -152,15 +175,23 @@ void add_quant_rows(const ModelShape& m, std::vector<Workload>& out) {
         TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {M, K}, &x));
         TEJAS_RETURN_IF_ERROR(a.empty(code, {M, K}, &c));
         TEJAS_RETURN_IF_ERROR(a.empty(scale, {M, K / block}, &s));
-        if (ts) {
-          check::HostTensor one(DType::f32, {1});
-          one.set_flat(0, kStaticScale);
-          TEJAS_RETURN_IF_ERROR(a.upload(one, &t));
-        }
+        if (ts) TEJAS_RETURN_IF_ERROR(upload_tensor_scale(a, &t));
         *launch = [=] { return quant_mx(cuda_ctx(), f, x, c, s, t); };
         return Status::Ok();
       };
       out.push_back(std::move(w));
+      Workload d = row("quant", "dequant_mx", m, cat("M=", M, " K=", K, " ", mx_format_name(f), " -> bf16"),
+                       cost_dequant_group(M, K, block, code, scale, DType::bf16, ts));
+      d.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        TensorView c, s, t, y;
+        TEJAS_RETURN_IF_ERROR(a.random(code, {M, K}, &c));
+        TEJAS_RETURN_IF_ERROR(a.random(scale, {M, K / block}, &s));
+        TEJAS_RETURN_IF_ERROR(a.empty(DType::bf16, {M, K}, &y));
+        if (ts) TEJAS_RETURN_IF_ERROR(upload_tensor_scale(a, &t));
+        *launch = [=] { return dequant_mx(cuda_ctx(), f, c, s, t, y); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(d));
     }
   }
 }

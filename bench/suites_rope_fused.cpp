@@ -55,8 +55,9 @@ Cost cost_rope_kv_cache_write(int64_t T, int64_t Hq, int64_t Hk, int64_t D, int6
   return c;
 }
 
-// The copy baseline moves cache-sized rows: for fp8 caches it copies the first byte of each
-// bf16 pair and converts nothing, so it reads less than any real fp8 write must (a lower bound).
+// The copy baseline moves cache-sized rows: for fp8 caches it copies the first Hk * D bytes of
+// each bf16 row (the first half of its heads, as whole bf16 values) and converts nothing, so it
+// reads less than any real fp8 write must (a lower bound).
 constexpr const char* kCopyBaselineBf16 = "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync)";
 constexpr const char* kCopyBaselineFp8 =
     "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync, cache bytes, no fp8 conversion)";

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Compare two `tejas bench --json` reports row by row (same op, model and shape).
 
-usage: tools/bench_compare.py BASE.json VARIANT.json [--label NAME] [--markdown FILE]
+usage: tools/bench_compare.py BASE.json VARIANT.json [--control CONTROL.json] [--label NAME]
+                              [--markdown FILE]
        tools/bench_compare.py --self-test
 
 Prints one line per row measured in both (base us, variant us, variant / base: below 1 means the
 variant is faster; rows keyed by suite, op, model and shape), then a summary: the geometric mean
 of variant / base over all common rows and over the large rows (>= 16 MiB of compulsory
-traffic, where bandwidth, not launch latency, decides). Rows measured in only one report are
-counted, not compared. Standard library only. Exit status: 0; 1 when no row is measured in
-both; 2 on bad arguments or unreadable reports.
+traffic, where bandwidth, not launch latency, decides), and one line per op.
+
+Verdicts need the run-to-run noise, which one default run cannot show (a variant may change every
+row of its suite). With --control (a second run of the defaults, same suites), each op's noise
+band is the 90th percentile of |ln(control / base)| over its rows (large rows where it has
+them; at least 1%); the op's verdict is "faster" or "slower" when |ln(geomean variant / base)|
+lies outside that band, else "within noise". Without a control: "no verdict (no control run)".
+Rows measured in only one report are counted, not compared. Standard library only. Exit
+status: 0; 1 when no row is measured in both; 2 on bad arguments or unreadable reports.
 """
 import argparse
 import json
@@ -46,7 +53,45 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def compare(base, variant, label):
+MIN_NOISE = 0.01  # ln units: a band narrower than 1% is not believed
+
+
+def percentile(values, q):
+    vals = sorted(values)
+    if not vals:
+        return None
+    i = min(len(vals) - 1, max(0, math.ceil(q * len(vals)) - 1))
+    return vals[i]
+
+
+def op_verdicts(base, variant, control):
+    """Per op (suite, op): geomean of variant / base over its large common rows (all common rows
+    when none is large), the noise band from the control, and the verdict."""
+    ops = {}
+    for k in sorted(k for k in base if k in variant):
+        ops.setdefault((k[0], k[1]), []).append(k)
+    out = []
+    for op, keys in sorted(ops.items()):
+        large = [k for k in keys if base[k].get("bytes", 0) >= LARGE_BYTES]
+        use = large or keys
+        g = geomean([variant[k]["us"] / base[k]["us"] for k in use])
+        entry = {"suite": op[0], "op": op[1], "rows": len(use), "large": bool(large), "geomean": g,
+                 "noise": None, "verdict": "no verdict (no control run)"}
+        if control is not None:
+            noise_keys = [k for k in use if k in control]
+            if noise_keys:
+                band = max(MIN_NOISE, percentile([abs(math.log(control[k]["us"] / base[k]["us"])) for k in noise_keys],
+                                                 0.9))
+                entry["noise"] = band
+                lg = math.log(g)
+                entry["verdict"] = "faster" if lg < -band else "slower" if lg > band else "within noise"
+            else:
+                entry["verdict"] = "no verdict (op not in the control run)"
+        out.append(entry)
+    return out
+
+
+def compare(base, variant, label, control=None):
     """Returns (lines, summary dict)."""
     common = [k for k in base if k in variant]
     lines = [f"suite | op | model | shape | base us | {label} us | {label} / base", "|".join(["---"] * 7)]
@@ -66,8 +111,18 @@ def compare(base, variant, label):
         "geomean_all": geomean(ratios),
         "geomean_large": geomean(large),
         "large_rows": len(large),
+        "ops": op_verdicts(base, variant, control),
     }
     return lines, summary
+
+
+def op_lines(s):
+    lines = []
+    for e in s["ops"]:
+        noise = "-" if e["noise"] is None else f"+-{100 * (math.exp(e['noise']) - 1):.1f}%"
+        lines.append(f"{s['label']}: {e['suite']}/{e['op']}: {s['label']} / base {e['geomean']:.3f} over {e['rows']} "
+                     f"{'large ' if e['large'] else ''}rows, noise {noise}: {e['verdict']}")
+    return lines
 
 
 def summary_line(s):
@@ -116,10 +171,38 @@ def self_test():
         paths.append(write({"rows": []}))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             assert main([paths[0], paths[2]]) == 2 and main([paths[0], paths[-1]]) == 1
+            assert main([paths[0], paths[1], "--control", paths[2]]) == 2  # an unreadable control
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([paths[0], paths[1], "--control", paths[0], "--label", "v"]) == 0
+        printed = out.getvalue().strip().splitlines()
+        assert printed[-1].startswith("v: v / base geomean 1.000 over 2 rows"), printed  # gpu-check reads it
+        assert "v: q/a: v / base 0.500 over 1 large rows, noise +-1.0%: faster" in printed, printed
     finally:
         for p in paths:
             os.unlink(p)
     assert "geomean 1.000 over 2 rows, 0.500 over 1 rows" in summary_line(s), summary_line(s)
+    # Verdicts: op a's large row halves (faster, noise 1%); op b moves 0.5% against a 4% control
+    # spread (within noise); op c is slower by 30% against 1%; op d is not in the control.
+    big = LARGE_BYTES
+    base = {("q", "a", "m", "s1"): {"us": 10.0, "bytes": big}, ("q", "a", "m", "s2"): {"us": 1.0, "bytes": 1},
+            ("q", "b", "m", "s1"): {"us": 4.0, "bytes": big}, ("q", "b", "m", "s2"): {"us": 4.0, "bytes": big},
+            ("q", "c", "m", "s1"): {"us": 2.0, "bytes": 1}, ("q", "d", "m", "s1"): {"us": 2.0, "bytes": 1}}
+    var = {("q", "a", "m", "s1"): {"us": 5.0}, ("q", "a", "m", "s2"): {"us": 9.0},
+           ("q", "b", "m", "s1"): {"us": 4.02}, ("q", "b", "m", "s2"): {"us": 4.02},
+           ("q", "c", "m", "s1"): {"us": 2.6}, ("q", "d", "m", "s1"): {"us": 1.0}}
+    ctl = {("q", "a", "m", "s1"): {"us": 10.0}, ("q", "a", "m", "s2"): {"us": 1.0},
+           ("q", "b", "m", "s1"): {"us": 4.16}, ("q", "b", "m", "s2"): {"us": 3.9},
+           ("q", "c", "m", "s1"): {"us": 2.0}}
+    ops = {e["op"]: e for e in compare(base, var, "v", ctl)[1]["ops"]}
+    assert ops["a"]["verdict"] == "faster" and ops["a"]["rows"] == 1 and ops["a"]["large"], ops["a"]  # large rows only
+    assert abs(ops["a"]["noise"] - MIN_NOISE) < 1e-12, ops["a"]
+    assert ops["b"]["verdict"] == "within noise" and abs(ops["b"]["noise"] - math.log(1.04)) < 1e-12, ops["b"]
+    assert ops["c"]["verdict"] == "slower" and not ops["c"]["large"], ops["c"]
+    assert ops["d"]["verdict"].startswith("no verdict"), ops["d"]
+    no_ctl = compare(base, var, "v")[1]
+    assert all(e["verdict"] == "no verdict (no control run)" for e in no_ctl["ops"]), no_ctl
+    assert op_lines(compare(base, var, "v", ctl)[1])[0] == "v: q/a: v / base 0.500 over 1 large rows, noise +-1.0%: faster"
     _, empty = compare({}, {}, "v")
     assert empty["geomean_all"] is None and "geomean - over 0 rows" in summary_line(empty)
     print("bench_compare self-test: ok")
@@ -131,6 +214,7 @@ def main(argv):
     ap.add_argument("base", nargs="?")
     ap.add_argument("variant", nargs="?")
     ap.add_argument("--label", default="variant")
+    ap.add_argument("--control", help="a second run of the defaults: the noise band for verdicts")
     ap.add_argument("--markdown", help="also write the table and summary to this file")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args(argv)
@@ -141,11 +225,13 @@ def main(argv):
         return 2
     try:
         base, variant = load_rows(args.base), load_rows(args.variant)
+        control = load_rows(args.control) if args.control else None
     except (OSError, ValueError, BadReport) as e:
         print(f"bench_compare: {e}", file=sys.stderr)
         return 2
-    lines, s = compare(base, variant, args.label)
-    text = "\n".join(lines + ["", summary_line(s)])
+    lines, s = compare(base, variant, args.label, control)
+    # The overall summary line comes last (tools/gpu-check prints the last line of each compare).
+    text = "\n".join(lines + [""] + op_lines(s) + [summary_line(s)])
     print(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:

@@ -1,7 +1,8 @@
 // Baselines timed beside benchmark rows, without a GPU: every fused row of the norm, activation
 // and rope suites names its unfused sequence and carries its launch (mrope: none), other rows
 // carry none; bench::time_workload's bookkeeping (order, notes, errors) with a fake timer; the
-// x baseline column's direction; and the no-GPU bench prints no timing, baseline included.
+// x baseline column's direction; the no-GPU bench prints no timing, baseline included; and
+// the rows each suite makes (quant groups that fit K, dequant rows, the norm-only limit model).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -256,6 +257,37 @@ TEST(Report, XBaselineIsBaselineTimeOverOurs) {
   os.str("");
   tejas::cli::print_rows(os, {r});
   EXPECT_TRUE(has(os.str(), "| unfused: silu_mul + quant_fp8_group | - | measured")) << os.str();
+}
+
+// Rows the ops accept: quant_fp8_group only where K divides by 128 (gpt-oss's 2880 does not; its
+// MX / NVFP4 rows stay), a dequant row beside each quant row, and the norm-only limit model
+// (hidden 16384) in the norm suite and nowhere else.
+TEST(BenchSuites, QuantRowsFitTheirGroupsAndDequantRowsExist) {
+  std::map<std::string, int> ops;
+  for (const Workload& w : all_rows("quant")) {
+    ++ops[w.op];
+    if (w.op == "quant_fp8_group" || w.op == "dequant_fp8_group") {
+      EXPECT_NE(w.model, "gpt-oss-120b") << w.shape;
+    }
+    EXPECT_TRUE(w.prepare) << w.op << " " << w.shape;
+  }
+  EXPECT_GT(ops["quant_fp8_group"], 0);
+  EXPECT_EQ(ops["dequant_fp8_group"], ops["quant_fp8_group"]);
+  EXPECT_EQ(ops["dequant_mx"], ops["quant_mx"]);
+  EXPECT_GT(ops["dequant_mx"], 0);
+}
+
+TEST(BenchSuites, NormLimitModelOnlyInTheNormSuite) {
+  const std::string limit = tejas::bench::norm_limit_model().name;
+  EXPECT_EQ(tejas::bench::norm_limit_model().hidden, 16384);
+  int norm_rows = 0;
+  for (const Workload& w : all_rows("norm")) norm_rows += w.model == limit;
+  EXPECT_GT(norm_rows, 0);
+  for (const char* suite : {"rope", "activation", "quant", "attention", "gemm"}) {
+    for (const Workload& w : all_rows(suite)) EXPECT_NE(w.model, limit) << suite;
+    for (const Workload& w : tejas::bench::suite_workloads(suite, {tejas::bench::find_model(limit)}))
+      EXPECT_NE(w.model, limit) << suite << " with --model " << limit;
+  }
 }
 
 TEST(BenchCli, NoGpuPrintsBaselineNamesButNoTiming) {

@@ -115,10 +115,15 @@ TEST(Floors, RopeActivationQuantMergeCopy) {
   EXPECT_DOUBLE_EQ(c.flops, 384);
   // nvfp4: x [1, 16] bf16 32 B, q 8 B, one e4m3 scale 1 B, tensor scale f32 4 B.
   EXPECT_DOUBLE_EQ(cost_quant_group(1, 16, 16, DType::bf16, DType::e2m1, DType::e4m3, true).bytes, 45);
-  // dequant fp8 group: q [2, 256] 512 B, scales [2, 2] f32 16 B, out bf16 1024 B; 1 FLOP each.
+  // dequant fp8 group: q [2, 256] 512 B, scales [2, 2] f32 16 B, out bf16 1024 B; 2 FLOPs each
+  // (decode, scale).
   c = cost_dequant_group(2, 256, 128, DType::e4m3, DType::f32, DType::bf16, false);
   EXPECT_DOUBLE_EQ(c.bytes, 1552);
-  EXPECT_DOUBLE_EQ(c.flops, 512);
+  EXPECT_DOUBLE_EQ(c.flops, 1024);
+  // dequant nvfp4: q [1, 32] 16 B, 2 e4m3 scales 2 B, tensor scale 4 B, out bf16 64 B.
+  c = cost_dequant_group(1, 32, 16, DType::e2m1, DType::e4m3, DType::bf16, true);
+  EXPECT_DOUBLE_EQ(c.bytes, 86);
+  EXPECT_DOUBLE_EQ(c.flops, 64);
   // merge: S=2, N=3, H=2, D=4 bf16: v parts 96 B, lse parts 48 B, out 48 B, out lse 24 B;
   // FLOPs 6 x (2*2*4 + 4) = 120.
   c = cost_merge_states(2, 3, 2, 4, DType::bf16, DType::bf16, true);
