@@ -78,8 +78,12 @@ void add_rope_rows(const ModelShape& m, std::vector<Workload>& out) {
   // MLA (DeepSeek-V3) rotates a separate 64-dim rope part per head.
   const int64_t D = m.head_dim > m.rotary_dim && m.kv_heads == 1 ? m.rotary_dim : m.head_dim;
   const int64_t R = m.rotary_dim, Hq = m.q_heads, Hk = m.kv_heads;
+  // DeepSeek's MLA rope is interleaved (vLLM's deepseek_v2: is_neox_style=False); the others neox.
+  const bool mla = m.kv_heads == 1;
+  const RopeStyle style = mla ? RopeStyle::gptj : RopeStyle::neox;
+  const char* style_name = mla ? " gptj bf16" : " neox bf16";
   for (int64_t T : token_counts()) {
-    Workload w = row("rope", "rope", m, cat("T=", T, " Hq=", Hq, " Hk=", Hk, " D=", D, " rotary=", R, " neox bf16"),
+    Workload w = row("rope", "rope", m, cat("T=", T, " Hq=", Hq, " Hk=", Hk, " D=", D, " rotary=", R, style_name),
                      cost_rope(T, Hq, Hk, R, DType::bf16, DType::f32, DType::i32));
     w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
       TensorView pos, q, k, cache;
@@ -87,7 +91,7 @@ void add_rope_rows(const ModelShape& m, std::vector<Workload>& out) {
       TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hq, D}, &q));
       TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &k));
       TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {kRopeMaxPos, R}, &cache));
-      *launch = [=] { return rope(cuda_ctx(), pos, q, k, cache, RopeStyle::neox); };
+      *launch = [=] { return rope(cuda_ctx(), pos, q, k, cache, style); };
       return Status::Ok();
     };
     out.push_back(std::move(w));
