@@ -152,6 +152,8 @@ std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<
   }
   for (const ModelShape* m : ms) {
     if (m == limit && suite != "norm") continue;  // its other shapes are not production shapes here
+    // A TP rank normalizes (and quantizes for QKV) the whole hidden row: the TP-1 rows already.
+    if (m->tp > 1 && (suite == "norm" || suite == "quant")) continue;
     if (suite == "norm") {
       add_norm_rows(*m, out);
       add_norm_fused_rows(*m, out);

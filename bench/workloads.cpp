@@ -7,6 +7,10 @@ const std::vector<ModelShape>& models() {
   static const std::vector<ModelShape> m = {
       {"llama-3.1-8b", 4096, 32, 32, 8, 128, 14336, 0, 0, 128, 0, "GQA 4:1, rope theta 5e5"},
       {"llama-3.1-70b", 8192, 80, 64, 8, 128, 28672, 0, 0, 128, 0, "GQA 8:1, served at TP 4/8"},
+      // One GPU's share at TP 4 (WORKLOADS.md: TP divides heads and FFN width): q/kv heads and FFN
+      // / 4; QKV, gate+up column-parallel, O, down row-parallel. Norms and the hidden-size quant are not
+      // sharded (no rows: the TP-1 rows are the same).
+      {"llama-3.1-70b-tp4", 8192, 80, 16, 2, 128, 7168, 0, 0, 128, 0, "Llama-3.1-70B, one of 4 TP ranks", 4},
       {"mistral-small-24b", 5120, 40, 32, 8, 128, 32768, 0, 0, 128, 0, "dense mid-size"},
       {"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 768, 128, 8, 128, 0, "small-expert MoE"},
       {"deepseek-v3", 7168, 61, 128, 1, 576, 2048, 256, 8, 64, 0,

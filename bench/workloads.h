@@ -20,6 +20,7 @@ struct ModelShape {
   int64_t rotary_dim;     // dims rotated per head (DeepSeek-V3: the 64 rope dims)
   int64_t sliding_window; // 0 = none (the model's windowed layers)
   const char* notes;
+  int tp = 1;             // tensor-parallel degree the heads and FFN width above are divided by
 };
 
 const std::vector<ModelShape>& models();

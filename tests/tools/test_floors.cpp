@@ -147,7 +147,13 @@ TEST(Workloads, ModelsAndShapes) {
   EXPECT_EQ(find_model("deepseek-v3")->experts, 256);
   EXPECT_EQ(find_model("siglip-so400m")->head_dim, 72);
   EXPECT_EQ(find_model("nope"), nullptr);
-  EXPECT_EQ(models().size(), 10u);
+  EXPECT_EQ(models().size(), 11u);
+  const ModelShape* tp4 = find_model("llama-3.1-70b-tp4");  // 70B's heads and FFN over 4 ranks
+  ASSERT_NE(tp4, nullptr);
+  EXPECT_EQ(tp4->tp, 4);
+  EXPECT_EQ(tp4->q_heads * tp4->tp, find_model("llama-3.1-70b")->q_heads);
+  EXPECT_EQ(tp4->kv_heads * tp4->tp, find_model("llama-3.1-70b")->kv_heads);
+  EXPECT_EQ(tp4->ffn * tp4->tp, find_model("llama-3.1-70b")->ffn);
   EXPECT_EQ(token_counts().front(), 1);
   EXPECT_EQ(token_counts().back(), 16384);
   // QKV of Llama-3.1-8B at 16 tokens: N = (32 + 2 * 8) * 128 = 6144, K = 4096.
