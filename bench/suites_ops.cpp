@@ -76,10 +76,10 @@ void add_norm_rows(const ModelShape& m, std::vector<Workload>& out) {
 void add_rope_rows(const ModelShape& m, std::vector<Workload>& out) {
   if (m.rotary_dim == 0) return;
   // MLA (DeepSeek-V3) rotates a separate 64-dim rope part per head.
-  const int64_t D = m.head_dim > m.rotary_dim && m.kv_heads == 1 ? m.rotary_dim : m.head_dim;
+  const int64_t D = is_mla(m) ? m.rotary_dim : m.head_dim;
   const int64_t R = m.rotary_dim, Hq = m.q_heads, Hk = m.kv_heads;
   // DeepSeek's MLA rope is interleaved (vLLM's deepseek_v2: is_neox_style=False); the others neox.
-  const bool mla = m.kv_heads == 1;
+  const bool mla = is_mla(m);
   const RopeStyle style = mla ? RopeStyle::gptj : RopeStyle::neox;
   const char* style_name = mla ? " gptj bf16" : " neox bf16";
   for (int64_t T : token_counts()) {
@@ -204,7 +204,7 @@ void add_attention_rows(const ModelShape& m, std::vector<Workload>& out) {
   // Decode attention over a paged cache: decoder models with per-head K/V (MLA's latent head
   // with v dim != k dim is a different op).
   const std::string name = m.name;
-  if (m.kv_heads == 1 || name.rfind("whisper", 0) == 0 || name.rfind("siglip", 0) == 0 ||
+  if (is_mla(m) || name.rfind("whisper", 0) == 0 || name.rfind("siglip", 0) == 0 ||
       name.rfind("fastconformer", 0) == 0)
     return;
   const int64_t Hq = m.q_heads, Hkv = m.kv_heads, D = m.head_dim, page = page_sizes().front();

@@ -161,7 +161,7 @@ void add_mrope_rows(const ModelShape& m, std::vector<Workload>& out) {
 
 void add_rope_fused_rows(const ModelShape& m, std::vector<Workload>& out) {
   // Paged GQA caches with a rotary part; MLA (one latent head, D 576) caches differ.
-  if (m.rotary_dim == 0 || m.kv_heads <= 1) return;
+  if (m.rotary_dim == 0 || is_mla(m)) return;
   add_kv_rows(m, out);
   // M-RoPE rows on the Qwen shapes (rotary 128 = 2 x 64 pairs in the 16/24/24 split).
   const int64_t mrope_rotary = 2 * (kMropeSections[0] + kMropeSections[1] + kMropeSections[2]);

@@ -11,6 +11,7 @@ const std::vector<ModelShape>& models() {
       // / 4; QKV, gate+up column-parallel, O, down row-parallel. Norms and the hidden-size quant are not
       // sharded (no rows: the TP-1 rows are the same).
       {"llama-3.1-70b-tp4", 8192, 80, 16, 2, 128, 7168, 0, 0, 128, 0, "Llama-3.1-70B, one of 4 TP ranks", 4},
+      {"llama-3.1-70b-tp8", 8192, 80, 8, 1, 128, 3584, 0, 0, 128, 0, "Llama-3.1-70B, one of 8 TP ranks", 8},
       {"mistral-small-24b", 5120, 40, 32, 8, 128, 32768, 0, 0, 128, 0, "dense mid-size"},
       {"qwen3-30b-a3b", 2048, 48, 32, 4, 128, 768, 128, 8, 128, 0, "small-expert MoE"},
       {"deepseek-v3", 7168, 61, 128, 1, 576, 2048, 256, 8, 64, 0,

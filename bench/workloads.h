@@ -23,6 +23,10 @@ struct ModelShape {
   int tp = 1;             // tensor-parallel degree the heads and FFN width above are divided by
 };
 
+// MLA (DeepSeek-V3): one latent kv head wider than its rotary part. Not merely one kv head: a
+// GQA model at a TP degree of its kv head count (Llama-3.1-70B at TP 8) has one per rank too.
+inline bool is_mla(const ModelShape& m) { return m.kv_heads == 1 && m.head_dim > m.rotary_dim; }
+
 const std::vector<ModelShape>& models();
 // Llama-3.1-405B (hidden 16384, not in WORKLOADS.md): the norm kernels' largest row, benched by
 // the norm suite only (with --model all, or by name), so that hidden size is timed too.

@@ -147,13 +147,20 @@ TEST(Workloads, ModelsAndShapes) {
   EXPECT_EQ(find_model("deepseek-v3")->experts, 256);
   EXPECT_EQ(find_model("siglip-so400m")->head_dim, 72);
   EXPECT_EQ(find_model("nope"), nullptr);
-  EXPECT_EQ(models().size(), 11u);
+  EXPECT_EQ(models().size(), 12u);
+  EXPECT_TRUE(is_mla(*find_model("deepseek-v3")));
+  EXPECT_FALSE(is_mla(*find_model("llama-3.1-70b-tp8")));  // one kv head per rank, but GQA
   const ModelShape* tp4 = find_model("llama-3.1-70b-tp4");  // 70B's heads and FFN over 4 ranks
   ASSERT_NE(tp4, nullptr);
   EXPECT_EQ(tp4->tp, 4);
   EXPECT_EQ(tp4->q_heads * tp4->tp, find_model("llama-3.1-70b")->q_heads);
   EXPECT_EQ(tp4->kv_heads * tp4->tp, find_model("llama-3.1-70b")->kv_heads);
   EXPECT_EQ(tp4->ffn * tp4->tp, find_model("llama-3.1-70b")->ffn);
+  const ModelShape* tp8 = find_model("llama-3.1-70b-tp8");
+  ASSERT_NE(tp8, nullptr);
+  EXPECT_EQ(tp8->q_heads * tp8->tp, 64);
+  EXPECT_EQ(tp8->kv_heads * tp8->tp, 8);
+  EXPECT_EQ(tp8->ffn * tp8->tp, 28672);
   EXPECT_EQ(token_counts().front(), 1);
   EXPECT_EQ(token_counts().back(), 16384);
   // QKV of Llama-3.1-8B at 16 tokens: N = (32 + 2 * 8) * 128 = 6144, K = 4096.
