@@ -14,14 +14,34 @@
 #endif
 
 // Every device-layer wrapper ends its parameter list with TEJAS_SITE_PARAM: in emulation builds
-// a defaulted emu::Site (the caller's file:line, for findings); nothing on the device.
-// TEJAS_SITE_PARAM_ONLY is the same for wrappers that take no other parameter.
+// a defaulted emu::Site (the caller's file:line, for findings and for grouping lanes into
+// requests); nothing on the device. TEJAS_SITE_PARAM_ONLY is the same for wrappers that take no
+// other parameter.
+//
+// A kernel helper that calls wrappers (or other such helpers) on its callers' behalf ends its
+// parameter list with TEJAS_CALLER_PARAM (the location of the call, by default) and passes
+// TEJAS_NESTED_SITE as the last argument of each wrapper or helper call it makes: that site is
+// the current line with the caller's chain behind it. On the GPU every inlined call of a helper
+// is an instruction of its own; in the emulator two calls of one helper from different lines
+// then stay different requests (emu::Site). Calls that pass nothing get the direct call's line,
+// as before. All four expand to nothing under nvcc.
+//   template <int N> __device__ void load_row(const float* p, float (&v)[N] TEJAS_CALLER_PARAM) {
+//     for (int i = 0; i < N; ++i) v[i] = ptx::ld_global(p + i TEJAS_NESTED_SITE);
+//   }
 #if TEJAS_EMULATION
 #  define TEJAS_SITE_PARAM , ::tejas::emu::Site site = ::tejas::emu::Site::here()
 #  define TEJAS_SITE_PARAM_ONLY ::tejas::emu::Site site = ::tejas::emu::Site::here()
+#  define TEJAS_CALLER_PARAM , ::tejas::emu::Site tejas_caller_site = ::tejas::emu::Site::here()
+#  define TEJAS_CALLER_PARAM_ONLY ::tejas::emu::Site tejas_caller_site = ::tejas::emu::Site::here()
+#  define TEJAS_NESTED_SITE , ::tejas::emu::Site::nested(tejas_caller_site)
+#  define TEJAS_NESTED_SITE_ONLY ::tejas::emu::Site::nested(tejas_caller_site)
 #else
 #  define TEJAS_SITE_PARAM
 #  define TEJAS_SITE_PARAM_ONLY
+#  define TEJAS_CALLER_PARAM
+#  define TEJAS_CALLER_PARAM_ONLY
+#  define TEJAS_NESTED_SITE
+#  define TEJAS_NESTED_SITE_ONLY
 #endif
 
 // Kernel code is compiled twice into one library: by nvcc for the cuda backend (launch.cu) and

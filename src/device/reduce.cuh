@@ -33,15 +33,15 @@ __device__ __forceinline__ float warp_allreduce(float v, Op op) {
 // 32 (<= 1024); `scratch` is kMaxWarpsPerBlock floats of shared memory. Contains two
 // __syncthreads: call from all threads; scratch may be reused right after it returns.
 template <class Op>
-__device__ __forceinline__ float block_allreduce(float v, Op op, float identity, float* scratch) {
+__device__ __forceinline__ float block_allreduce(float v, Op op, float identity, float* scratch TEJAS_CALLER_PARAM) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int num_warps = blockDim.x / kWarpSize;
   v = warp_allreduce(v, op);
-  if (lane == 0) ptx::st_shared(scratch + warp, v);
-  __syncthreads();
-  float w = lane < num_warps ? ptx::ld_shared(scratch + lane) : identity;
+  if (lane == 0) ptx::st_shared(scratch + warp, v TEJAS_NESTED_SITE);
+  __syncthreads(TEJAS_NESTED_SITE_ONLY);
+  float w = lane < num_warps ? ptx::ld_shared(scratch + lane TEJAS_NESTED_SITE) : identity;
   w = warp_allreduce(w, op);
-  __syncthreads();  // every warp has read scratch: the caller may write it again
+  __syncthreads(TEJAS_NESTED_SITE_ONLY);  // every warp has read scratch: the caller may write it again
   return w;
 }
 

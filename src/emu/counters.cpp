@@ -2,7 +2,9 @@
 //
 // A request is one warp-level instruction. Lanes run independently, so a lane's access is tied
 // to its warp's request by (warp, call site, how many times this lane executed that site before):
-// the grouping does not depend on the scheduling order. Records are kept per block and folded
+// the grouping does not depend on the scheduling order. The call site is the whole emu::Site:
+// the wrapper call's file:line and the chain of helper calls that reached it, so each inlined
+// call of a helper is its own instruction, as on the GPU. Records are kept per block and folded
 // when the block ends.
 #include <algorithm>
 #include <tuple>
@@ -47,10 +49,10 @@ void add_words(std::vector<uint32_t>& words, uint64_t offset, uint32_t size) {
 }
 
 void fold_global(std::vector<GlobalReq>& v, Counters& c) {
-  auto key = [](const GlobalReq& r) { return std::tie(r.is_store, r.warp, r.file, r.line, r.occ); };
+  auto key = [](const GlobalReq& r) { return std::tie(r.is_store, r.warp, r.file, r.line, r.chain, r.occ); };
   std::sort(v.begin(), v.end(), [&](const GlobalReq& a, const GlobalReq& b) {
-    return std::tie(a.is_store, a.warp, a.file, a.line, a.occ, a.sector) <
-           std::tie(b.is_store, b.warp, b.file, b.line, b.occ, b.sector);
+    return std::tie(a.is_store, a.warp, a.file, a.line, a.chain, a.occ, a.sector) <
+           std::tie(b.is_store, b.warp, b.file, b.line, b.chain, b.occ, b.sector);
   });
   // Per request: its distinct sectors, and the distinct bytes it uses in them (lanes reading the
   // same bytes count once). Ideal: ceil(bytes / 32) sectors, every sector fully used.
@@ -82,9 +84,10 @@ void fold_global(std::vector<GlobalReq>& v, Counters& c) {
 }
 
 void fold_shared(std::vector<SharedReq>& v, Counters& c) {
-  auto key = [](const SharedReq& r) { return std::tie(r.warp, r.file, r.line, r.occ); };
+  auto key = [](const SharedReq& r) { return std::tie(r.warp, r.file, r.line, r.chain, r.occ); };
   std::sort(v.begin(), v.end(), [&](const SharedReq& a, const SharedReq& b) {
-    return std::tie(a.warp, a.file, a.line, a.occ, a.lane) < std::tie(b.warp, b.file, b.line, b.occ, b.lane);
+    return std::tie(a.warp, a.file, a.line, a.chain, a.occ, a.lane) <
+           std::tie(b.warp, b.file, b.line, b.chain, b.occ, b.lane);
   });
   std::vector<uint32_t> words;
   for (size_t i = 0; i < v.size();) {
@@ -109,30 +112,31 @@ void fold_shared(std::vector<SharedReq>& v, Counters& c) {
 
 }  // namespace
 
-uint32_t next_occurrence(Thread& t, Site site, uint32_t kind) {
+uint32_t next_occurrence(Thread& t, const Site& site, uint32_t kind) {
   for (SiteCount& s : t.sites) {
-    if (s.line == site.line && s.file == site.file && s.kind == kind) return s.count++;
+    if (s.line == site.line && s.chain == site.chain && s.file == site.file && s.kind == kind) return s.count++;
   }
-  t.sites.push_back(SiteCount{site.file, site.line, kind, 1});
+  t.sites.push_back(SiteCount{site.file, site.chain, site.line, kind, 1});
   return 0;
 }
 
-void record_global_request(Thread& t, uintptr_t addr, size_t bytes, Site site, bool is_store) {
+void record_global_request(Thread& t, uintptr_t addr, size_t bytes, const Site& site, bool is_store) {
   const uint32_t occ = next_occurrence(t, site, is_store ? 1 : 0);
   const uint64_t end = addr + (bytes > 0 ? bytes : 1);  // [addr, end)
   for (uint64_t s = addr / kSectorBytes; s <= (end - 1) / kSectorBytes; ++s) {
     const uint64_t lo = std::max<uint64_t>(addr, s * kSectorBytes) - s * kSectorBytes;
     const uint64_t hi = std::min<uint64_t>(end, (s + 1) * kSectorBytes) - s * kSectorBytes;
     const uint32_t mask = static_cast<uint32_t>(((uint64_t{1} << hi) - 1) & ~((uint64_t{1} << lo) - 1));
-    t.block->global_reqs.push_back(GlobalReq{t.warp, site.file, site.line, occ, is_store ? 1u : 0u, s, mask});
+    t.block->global_reqs.push_back(
+        GlobalReq{site.file, site.chain, s, t.warp, site.line, occ, is_store ? 1u : 0u, mask});
   }
 }
 
-void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, Site site) {
+void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, const Site& site) {
   const uint32_t occ = next_occurrence(t, site, kSharedSiteKind);
   const auto offset = static_cast<uint32_t>(addr - reinterpret_cast<uintptr_t>(t.block->smem));
   t.block->shared_reqs.push_back(
-      SharedReq{t.warp, site.file, site.line, occ, t.lane, offset, static_cast<uint32_t>(bytes)});
+      SharedReq{site.file, site.chain, t.warp, site.line, occ, t.lane, offset, static_cast<uint32_t>(bytes)});
 }
 
 void flush_block_counters(Block& b, Counters& c) {

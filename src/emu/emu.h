@@ -21,12 +21,51 @@
 
 namespace tejas::emu {
 
-// Source location of a device-layer call (file:line), captured by default arguments.
-struct Site {
+// Source location of a device-layer call (file:line), captured by default arguments, and the
+// chain of helper calls that led to it. A kernel that reaches a wrapper through a helper
+// (norm's load_typed, rope's load_vec) passes its location down: the helper takes
+// TEJAS_CALLER_PARAM and calls the wrapper with TEJAS_NESTED_SITE (device/prelude.h), which is
+// Site::nested(caller). On the GPU each inlined call of a helper is its own instruction; here
+// two calls of one helper differ by `chain`, so requests keyed by the whole site are per
+// instruction too. A wrapper called directly from the kernel body has chain 0.
+struct SiteFrame {
   const char* file = "";
   uint32_t line = 0;
+};
+struct Site {
+  static constexpr int kMaxCallers = 4;
+  const char* file = "";   // the wrapper call itself (innermost)
+  uint32_t line = 0;
+  uint32_t depth = 0;      // helper calls enclosing it; callers[] keeps the nearest kMaxCallers
+  uint64_t chain = 0;      // hash of every enclosing call's file:line (0: none)
+  SiteFrame callers[kMaxCallers] = {};  // callers[0]: the call of the innermost helper
+
   static constexpr Site here(std::source_location l = std::source_location::current()) {
     return Site{l.file_name(), l.line()};
+  }
+  // The current location inside a helper that `caller` called.
+  static Site nested(const Site& caller, std::source_location l = std::source_location::current()) {
+    Site s{l.file_name(), l.line()};
+    s.depth = caller.depth + 1;
+    s.chain = mix(mix(caller.chain ^ reinterpret_cast<uintptr_t>(caller.file)) ^ caller.line) | 1;
+    s.callers[0] = SiteFrame{caller.file, caller.line};
+    for (int i = 1; i < kMaxCallers; ++i) s.callers[i] = caller.callers[i - 1];
+    return s;
+  }
+  // One instruction: the same file:line reached through the same helper calls.
+  bool same_instruction(const Site& o) const {
+    return line == o.line && chain == o.chain && (file == o.file || __builtin_strcmp(file, o.file) == 0);
+  }
+  // "file:line", then " (via file:line, file:line)" for the enclosing helper calls, nearest first.
+  std::string name() const;
+
+ private:
+  static constexpr uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
   }
 };
 
@@ -180,16 +219,16 @@ inline constexpr uint32_t kAccessNoBankCount = 1;
 // kAccessNonCoherent: a load through the non-coherent path (ld.global.nc, __ldg), valid only for
 // data that nothing writes during the launch.
 inline constexpr uint32_t kAccessNonCoherent = 2;
-bool on_load(const void* p, size_t bytes, Site site, uint32_t flags = 0);
-bool on_store(void* p, size_t bytes, Site site, uint32_t flags = 0);
+bool on_load(const void* p, size_t bytes, const Site& site, uint32_t flags = 0);
+bool on_store(void* p, size_t bytes, const Site& site, uint32_t flags = 0);
 // Atomics: bounds, alignment, poison (an atomic reads the old value); recorded as writes that
 // race with unordered plain accesses, never with other atomics.
-bool on_atomic(void* p, size_t bytes, Site site);
+bool on_atomic(void* p, size_t bytes, const Site& site);
 
 inline constexpr unsigned char kPoisonByte = 0xFF;
 
 template <class T>
-inline T load(const T* p, Site site = Site::here(), uint32_t flags = 0) {
+inline T load(const T* p, const Site& site = Site::here(), uint32_t flags = 0) {
   T v;
   if (on_load(p, sizeof(T), site, flags)) {
     __builtin_memcpy(&v, p, sizeof(T));
@@ -199,7 +238,7 @@ inline T load(const T* p, Site site = Site::here(), uint32_t flags = 0) {
   return v;
 }
 template <class T>
-inline void store(T* p, const T& v, Site site = Site::here()) {
+inline void store(T* p, const T& v, const Site& site = Site::here()) {
   if (on_store(p, sizeof(T), site)) __builtin_memcpy(p, &v, sizeof(T));
 }
 

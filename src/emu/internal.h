@@ -81,8 +81,9 @@ enum class ThreadState : uint8_t { ready, running, at_barrier, in_collective, ex
 
 struct SiteCount {
   const char* file;
+  uint64_t chain;  // Site::chain: the helper calls that led to file:line
   uint32_t line;
-  uint32_t kind;  // access kind (load / store) so one site may do both
+  uint32_t kind;   // access kind (load / store) so one site may do both
   uint32_t count;
 };
 
@@ -130,18 +131,22 @@ struct Collective {
   void* user = nullptr;
 };
 
+// A request is keyed by (warp, file, line, chain, occ): one instruction (the site reached through
+// the same helper calls) executed for the occ-th time by its lanes.
 struct GlobalReq {
-  uint32_t warp;
   const char* file;
+  uint64_t chain;
+  uint64_t sector;
+  uint32_t warp;
   uint32_t line;
   uint32_t occ;
   uint32_t is_store;
-  uint64_t sector;
   uint32_t bytes_mask;  // bit i: byte i of the sector is accessed
 };
 struct SharedReq {
-  uint32_t warp;
   const char* file;
+  uint64_t chain;
+  uint32_t warp;
   uint32_t line;
   uint32_t occ;
   uint32_t lane;
@@ -217,14 +222,14 @@ struct FiberUnwind {};
 // Findings (report.cpp).
 bool want_finding(FindingKind k);  // false (and counts a drop) once the kind is full
 // `who`: the thread the finding is about (default: the running thread).
-void add_finding(FindingKind k, uintptr_t address, Site site, std::string detail, const Thread* who = nullptr);
+void add_finding(FindingKind k, uintptr_t address, const Site& site, std::string detail, const Thread* who = nullptr);
 std::string thread_name(uint32_t gtid);  // "thread (x,y,z)" plus "block (...)" when not current
 std::string describe_address(uintptr_t a);
 
 // Counters (counters.cpp).
-uint32_t next_occurrence(Thread& t, Site site, uint32_t kind);
-void record_global_request(Thread& t, uintptr_t addr, size_t bytes, Site site, bool is_store);
-void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, Site site);
+uint32_t next_occurrence(Thread& t, const Site& site, uint32_t kind);
+void record_global_request(Thread& t, uintptr_t addr, size_t bytes, const Site& site, bool is_store);
+void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, const Site& site);
 void flush_block_counters(Block& b, Counters& c);
 
 // Memory (memory.cpp).

@@ -116,15 +116,14 @@ void complete_barrier(Launch& L, Block& b) {
     count += t.bar_pred != 0 ? 1 : 0;
     if (first == nullptr) {
       first = &t;
-    } else if (other == nullptr && (t.bar_site.line != first->bar_site.line ||
-                                     std::strcmp(t.bar_site.file, first->bar_site.file) != 0)) {
+    } else if (other == nullptr && !t.bar_site.same_instruction(first->bar_site)) {
       other = &t;
     }
   }
   if (other != nullptr && want_finding(FindingKind::divergent_barrier)) {
     add_finding(FindingKind::divergent_barrier, 0, other->bar_site,
-                "this __syncthreads completed together with a different one at " + std::string(first->bar_site.file) +
-                    ":" + std::to_string(first->bar_site.line) + " (" + thread_name(first->gtid) +
+                "this __syncthreads completed together with a different one at " + first->bar_site.name() + " (" +
+                    thread_name(first->gtid) +
                     "): not every thread reached the same barrier",
                 other);
   }

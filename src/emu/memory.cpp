@@ -90,7 +90,7 @@ bool read_rec_ordered(const Thread& t, uint32_t floor, const ReadRec& r) {
 
 std::string other_name(uint32_t gtid) { return gtid == kNone ? std::string("several threads") : thread_name(gtid); }
 
-bool check(const void* p, size_t bytes, Site site, Op op, uint32_t flags) {
+bool check(const void* p, size_t bytes, const Site& site, Op op, uint32_t flags) {
   Thread& t = current_thread();
   Block& b = *t.block;
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -315,13 +315,13 @@ void drop_async(Thread& t) { t.async.clear(); }
 
 }  // namespace rt
 
-bool on_load(const void* p, size_t bytes, Site site, uint32_t flags) {
+bool on_load(const void* p, size_t bytes, const Site& site, uint32_t flags) {
   return rt::check(p, bytes, site, rt::Op::load, flags);
 }
-bool on_store(void* p, size_t bytes, Site site, uint32_t flags) {
+bool on_store(void* p, size_t bytes, const Site& site, uint32_t flags) {
   return rt::check(p, bytes, site, rt::Op::store, flags);
 }
-bool on_atomic(void* p, size_t bytes, Site site) { return rt::check(p, bytes, site, rt::Op::atomic, 0); }
+bool on_atomic(void* p, size_t bytes, const Site& site) { return rt::check(p, bytes, site, rt::Op::atomic, 0); }
 
 void* device_malloc(size_t bytes, const char* name) {
   const size_t n = (bytes + rt::kMallocAlign - 1) / rt::kMallocAlign * rt::kMallocAlign;

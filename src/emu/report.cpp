@@ -27,7 +27,7 @@ bool want_finding(FindingKind k) {
   return true;
 }
 
-void add_finding(FindingKind k, uintptr_t address, Site site, std::string detail, const Thread* who) {
+void add_finding(FindingKind k, uintptr_t address, const Site& site, std::string detail, const Thread* who) {
   Launch& L = *g_launch;
   L.kind_counts[static_cast<int>(k)]++;
   if (who == nullptr) who = L.current;
@@ -57,12 +57,27 @@ std::string thread_name(uint32_t gtid) {
 
 }  // namespace rt
 
+std::string Site::name() const {
+  auto frame = [](const char* f, uint32_t l) {
+    return std::string((f != nullptr && *f) ? f : "?") + ':' + std::to_string(l);
+  };
+  std::string s = frame(file, line);
+  if (depth == 0) return s;
+  s += " (via ";
+  const uint32_t kept = depth < static_cast<uint32_t>(kMaxCallers) ? depth : kMaxCallers;
+  for (uint32_t i = 0; i < kept; ++i) {
+    if (i > 0) s += ", ";
+    s += frame(callers[i].file, callers[i].line);
+  }
+  if (depth > kept) s += ", ...";
+  s += ')';
+  return s;
+}
+
 std::string Finding::to_string() const {
   std::string s = finding_kind_name(kind);
   s += " at ";
-  s += (site.file != nullptr && *site.file) ? site.file : "?";
-  s += ':';
-  s += std::to_string(site.line);
+  s += site.name();
   s += " block ";
   s += rt::dims(block);
   s += " thread ";

@@ -23,8 +23,6 @@ std::string hex32(uint32_t m) {
   return buf;
 }
 
-bool same_site(Site a, Site b) { return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0); }
-
 }  // namespace
 
 void warp_collective(const char* name, uint32_t mask, bool aligned, const void* in, void* out, CollectiveFn fn,
@@ -72,13 +70,13 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
     c->mask = mask;
     c->aligned = aligned;
     c->slots.requested = mask;
-  } else if (aligned && !same_site(c->site, site) && !c->site_mismatch_reported) {
+  } else if (aligned && !c->site.same_instruction(site) && !c->site_mismatch_reported) {
     // sm_70+: only .aligned instructions must be the same instruction in every lane.
     c->site_mismatch_reported = true;
     if (rt::want_finding(FindingKind::partial_warp_collective)) {
       rt::add_finding(FindingKind::partial_warp_collective, 0, site,
                       std::string(name) + " is .aligned but executed by lanes of one warp at different call sites" +
-                          " (also at " + c->site.file + ":" + std::to_string(c->site.line) + ")");
+                          " (also at " + c->site.name() + ")");
     }
   }
   c->arrived |= bit;

@@ -44,21 +44,22 @@ struct QuantParams {
 // NaN-propagating max (fmaxf would drop NaN).
 __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 
-// Loads kQuantElems gate and up values of one lane.
+// Loads kQuantElems gate and up values of one lane. The helpers take their caller's site
+// (TEJAS_CALLER_PARAM, device/prelude.h): each call is its own request site under emulation.
 template <class S, bool kVec>
 __device__ __forceinline__ void load_lane(const typename S::Raw* gate, const typename S::Raw* up, float (&g)[kQuantElems],
-                                          float (&u)[kQuantElems]) {
+                                          float (&u)[kQuantElems] TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   Raw gb[kQuantElems], ub[kQuantElems];
   if constexpr (kVec) {
     static_assert(sizeof(gb) == sizeof(uint4), "one 16-byte access per lane");
-    const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate));
-    const uint4 uv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(up));
+    const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate) TEJAS_NESTED_SITE);
+    const uint4 uv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(up) TEJAS_NESTED_SITE);
     memcpy(gb, &gv, sizeof(gv));
     memcpy(ub, &uv, sizeof(uv));
   } else {
-    for (int i = 0; i < kQuantElems; ++i) gb[i] = ptx::ld_global_nc(gate + i);
-    for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i);
+    for (int i = 0; i < kQuantElems; ++i) gb[i] = ptx::ld_global_nc(gate + i TEJAS_NESTED_SITE);
+    for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i TEJAS_NESTED_SITE);
   }
   for (int i = 0; i < kQuantElems; ++i) {
     g[i] = S::to_f32(gb[i]);
@@ -68,27 +69,29 @@ __device__ __forceinline__ void load_lane(const typename S::Raw* gate, const typ
 
 // Stores kBytes code bytes of one lane.
 template <int kBytes, bool kVec>
-__device__ __forceinline__ void store_codes(uint8_t* dst, const uint8_t (&codes)[kBytes]) {
+__device__ __forceinline__ void store_codes(uint8_t* dst, const uint8_t (&codes)[kBytes] TEJAS_CALLER_PARAM) {
   if constexpr (kVec) {
     using V = typename num::AccessWord<kBytes>::type;
     V v;
     memcpy(&v, codes, kBytes);
-    ptx::st_global_cs(reinterpret_cast<V*>(dst), v);
+    ptx::st_global_cs(reinterpret_cast<V*>(dst), v TEJAS_NESTED_SITE);
   } else {
-    for (int i = 0; i < kBytes; ++i) ptx::st_global_cs(dst + i, codes[i]);
+    for (int i = 0; i < kBytes; ++i) ptx::st_global_cs(dst + i, codes[i] TEJAS_NESTED_SITE);
   }
 }
 
 // The group's scale (stored by its first lane) and this lane's codes, fp8 group rules.
 template <bool kVec>
 __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (&y)[kQuantElems], float amax,
-                                             uint8_t* q, void* scale_slot, bool writes_scale) {
+                                             uint8_t* q, void* scale_slot, bool writes_scale TEJAS_CALLER_PARAM) {
   uint8_t codes[kQuantElems];
   if (amax != amax) {
     for (int i = 0; i < kQuantElems; ++i) codes[i] = kE4m3NaN;
     if (writes_scale) {
-      if (p.kind == QuantKind::fp8_f32) ptx::st_global(static_cast<float*>(scale_slot), __uint_as_float(kF32QuietNaN));
-      else ptx::st_global(static_cast<uint8_t*>(scale_slot), uint8_t{kUe8m0NaN});  // a copy: no ODR-use on device
+      if (p.kind == QuantKind::fp8_f32)
+        ptx::st_global(static_cast<float*>(scale_slot), __uint_as_float(kF32QuietNaN) TEJAS_NESTED_SITE);
+      else  // a copy: no ODR-use on device
+        ptx::st_global(static_cast<uint8_t*>(scale_slot), uint8_t{kUe8m0NaN} TEJAS_NESTED_SITE);
     }
   } else {
     // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)).
@@ -96,9 +99,9 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     if (p.kind == QuantKind::fp8_ue8m0) {
       const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
       s = num::ue8m0_to_f32(code);
-      if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code);
+      if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code TEJAS_NESTED_SITE);
     } else if (writes_scale) {
-      ptx::st_global(static_cast<float*>(scale_slot), s);
+      ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
     }
     for (int i = 0; i < kQuantElems; i += 2) {
       const uint16_t pair = num::f32x2_to_e4m3x2(y[i] / s, y[i + 1] / s);
@@ -106,13 +109,13 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
       codes[i + 1] = static_cast<uint8_t>(pair >> 8);
     }
   }
-  store_codes<kQuantElems, kVec>(q, codes);
+  store_codes<kQuantElems, kVec>(q, codes TEJAS_NESTED_SITE);
 }
 
 // The block's scale and this lane's e2m1 codes, mxfp4 / nvfp4 rules.
 template <bool kVec>
 __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (&y)[kQuantElems], float amax,
-                                             uint8_t* q, uint8_t* scale_slot, bool writes_scale) {
+                                             uint8_t* q, uint8_t* scale_slot, bool writes_scale TEJAS_CALLER_PARAM) {
   constexpr int kBytes = kQuantElems / 2;
   uint8_t codes[kBytes];
   uint8_t scale_code;
@@ -127,7 +130,7 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
     scale_code = static_cast<uint8_t>(biased > kE2m1Emax ? biased - kE2m1Emax : 0);
     divisor = 1.0f / __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
   } else {
-    const float ts = ptx::ld_global_nc(p.tensor_scale);
+    const float ts = ptx::ld_global_nc(p.tensor_scale TEJAS_NESTED_SITE);
     scale_code = num::f32_to_e4m3(amax / (kE2m1MaxF * ts));
     divisor = num::e4m3_to_f32(scale_code) * ts;
   }
@@ -137,8 +140,8 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
     for (int i = 0; i < kBytes; ++i)
       codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] / divisor, y[2 * i + 1] / divisor);
   }
-  if (writes_scale) ptx::st_global(scale_slot, scale_code);
-  store_codes<kBytes, kVec>(q, codes);
+  if (writes_scale) ptx::st_global(scale_slot, scale_code TEJAS_NESTED_SITE);
+  store_codes<kBytes, kVec>(q, codes TEJAS_NESTED_SITE);
 }
 
 // S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h).

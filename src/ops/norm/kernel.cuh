@@ -39,8 +39,10 @@ __device__ __forceinline__ RowSlot row_slot(const NormParams& p) {
 }
 
 template <class Op>
-__device__ __forceinline__ float row_allreduce(const NormParams& p, float v, Op op, float identity, NormSmem* smem) {
-  return p.warp_per_row ? dev::warp_allreduce(v, op) : dev::block_allreduce(v, op, identity, smem->reduce);
+__device__ __forceinline__ float row_allreduce(const NormParams& p, float v, Op op, float identity,
+                                               NormSmem* smem TEJAS_CALLER_PARAM) {
+  return p.warp_per_row ? dev::warp_allreduce(v, op)
+                        : dev::block_allreduce(v, op, identity, smem->reduce TEJAS_NESTED_SITE);
 }
 
 // fp8 groups take y clamped to +-FLT_MAX (an Inf saturates, as in quant_fp8_group); NaN stays.
@@ -56,42 +58,45 @@ __device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride
 
 // Loads N elements of row `row` starting at `col`: x into f and, when fused, the residual into r.
 template <DType XT, int N>
-__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N], float (&r)[N]) {
-  load_typed<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), f);  // x may be out: not .nc
+__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N],
+                                           float (&r)[N] TEJAS_CALLER_PARAM) {
+  // x may be out: not .nc
+  load_typed<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), f TEJAS_NESTED_SITE);
   if (p.residual == nullptr) return;
-  load_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, r);
+  load_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, r TEJAS_NESTED_SITE);
 }
 
 // residual += x, stored; f gets the stored value.
 template <int N>
 __device__ __forceinline__ void add_residual(const NormParams& p, int64_t row, int64_t col, float (&f)[N],
-                                             const float (&r)[N]) {
+                                             const float (&r)[N] TEJAS_CALLER_PARAM) {
   const bool narrow = p.res_dtype != DType::f32;
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
-  store_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, f);
+  store_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, f TEJAS_NESTED_SITE);
 }
 
 // y = v * inv_rms * weight, in place.
 template <int N>
-__device__ __forceinline__ void scale_by_weight(const NormParams& p, int64_t col, float inv_rms, float (&f)[N]) {
+__device__ __forceinline__ void scale_by_weight(const NormParams& p, int64_t col, float inv_rms,
+                                                float (&f)[N] TEJAS_CALLER_PARAM) {
   float w[N];
-  load_any<N, true>(elem_at(p.weight, 0, 0, col, dtype_size(p.w_dtype)), p.w_dtype, w);
+  load_any<N, true>(elem_at(p.weight, 0, 0, col, dtype_size(p.w_dtype)), p.w_dtype, w TEJAS_NESTED_SITE);
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
 }
 
 template <DType XT, int N>
 __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int64_t col, const float (&f)[N],
-                                          float scale) {
+                                          float scale TEJAS_CALLER_PARAM) {
   if (p.out_kind == OutKind::same) {
-    store_typed<XT, N>(elem_at(p.out, row, p.out_stride, col, kElemBytes<XT>), f);
+    store_typed<XT, N>(elem_at(p.out, row, p.out_stride, col, kElemBytes<XT>), f TEJAS_NESTED_SITE);
     return;
   }
   float q[N];
 #pragma unroll
   for (int e = 0; e < N; ++e) q[e] = f[e] / scale;  // y / s, IEEE division, then e4m3 RNE + satfinite
-  store_typed<DType::e4m3, N>(elem_at(p.out, row, p.out_stride, col, 1), q);
+  store_typed<DType::e4m3, N>(elem_at(p.out, row, p.out_stride, col, 1), q TEJAS_NESTED_SITE);
 }
 
 // The f32 scale of a dynamic row or group: max(amax, floor) / 448; NaN stays NaN.

@@ -1,6 +1,8 @@
 // Vector loads and stores of bf16 / f16 / f32 / e4m3 elements as floats, through the device
 // layer's ld/st wrappers. An access of N elements is one instruction of N * element-size bytes
-// (split into 16-byte pieces if wider, which the configs never ask for).
+// (split into 16-byte pieces if wider, which the configs never ask for). Each takes its caller's
+// site (TEJAS_CALLER_PARAM, device/prelude.h): under emulation every call is its own request site,
+// as every inlined call is its own instruction on the GPU.
 #pragma once
 #include "device/numeric/convert.h"
 #include "device/prelude.h"
@@ -60,7 +62,7 @@ __device__ __forceinline__ void encode(float f, unsigned char* b) {
 // Loads N elements of dtype D at p (aligned to the access size) and decodes them to floats.
 // kReadOnly: ld.global.nc (data nobody writes during the launch).
 template <DType D, int N, bool kReadOnly>
-__device__ __forceinline__ void load_typed(const void* p, float (&f)[N]) {
+__device__ __forceinline__ void load_typed(const void* p, float (&f)[N] TEJAS_CALLER_PARAM) {
   constexpr int kBytes = N * kElemBytes<D>;
   constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using C = typename ChunkOf<kPiece>::type;
@@ -68,7 +70,7 @@ __device__ __forceinline__ void load_typed(const void* p, float (&f)[N]) {
 #pragma unroll
   for (int i = 0; i < kBytes / kPiece; ++i) {
     const C* cp = static_cast<const C*>(p) + i;
-    const C c = kReadOnly ? ptx::ld_global_nc(cp) : ptx::ld_global(cp);
+    const C c = kReadOnly ? ptx::ld_global_nc(cp TEJAS_NESTED_SITE) : ptx::ld_global(cp TEJAS_NESTED_SITE);
     memcpy(b + i * kPiece, &c, kPiece);
   }
 #pragma unroll
@@ -76,7 +78,7 @@ __device__ __forceinline__ void load_typed(const void* p, float (&f)[N]) {
 }
 
 template <DType D, int N>
-__device__ __forceinline__ void store_typed(void* p, const float (&f)[N]) {
+__device__ __forceinline__ void store_typed(void* p, const float (&f)[N] TEJAS_CALLER_PARAM) {
   constexpr int kBytes = N * kElemBytes<D>;
   constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using C = typename ChunkOf<kPiece>::type;
@@ -87,25 +89,25 @@ __device__ __forceinline__ void store_typed(void* p, const float (&f)[N]) {
   for (int i = 0; i < kBytes / kPiece; ++i) {
     C c;
     memcpy(&c, b + i * kPiece, kPiece);
-    ptx::st_global(static_cast<C*>(p) + i, c);
+    ptx::st_global(static_cast<C*>(p) + i, c TEJAS_NESTED_SITE);
   }
 }
 
 // Runtime-dtype forms for the arguments whose dtype is not a template parameter (weight,
 // residual: bf16, f16 or f32; stores also e4m3). A uniform branch per access.
 template <int N, bool kReadOnly = false>
-__device__ __forceinline__ void load_any(const void* p, DType d, float (&f)[N]) {
-  if (d == DType::f32) load_typed<DType::f32, N, kReadOnly>(p, f);
-  else if (d == DType::bf16) load_typed<DType::bf16, N, kReadOnly>(p, f);
-  else load_typed<DType::f16, N, kReadOnly>(p, f);
+__device__ __forceinline__ void load_any(const void* p, DType d, float (&f)[N] TEJAS_CALLER_PARAM) {
+  if (d == DType::f32) load_typed<DType::f32, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
+  else if (d == DType::bf16) load_typed<DType::bf16, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
+  else load_typed<DType::f16, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
 }
 
 template <int N>
-__device__ __forceinline__ void store_any(void* p, DType d, const float (&f)[N]) {
-  if (d == DType::f32) store_typed<DType::f32, N>(p, f);
-  else if (d == DType::bf16) store_typed<DType::bf16, N>(p, f);
-  else if (d == DType::f16) store_typed<DType::f16, N>(p, f);
-  else store_typed<DType::e4m3, N>(p, f);
+__device__ __forceinline__ void store_any(void* p, DType d, const float (&f)[N] TEJAS_CALLER_PARAM) {
+  if (d == DType::f32) store_typed<DType::f32, N>(p, f TEJAS_NESTED_SITE);
+  else if (d == DType::bf16) store_typed<DType::bf16, N>(p, f TEJAS_NESTED_SITE);
+  else if (d == DType::f16) store_typed<DType::f16, N>(p, f TEJAS_NESTED_SITE);
+  else store_typed<DType::e4m3, N>(p, f TEJAS_NESTED_SITE);
 }
 
 // The value `f` takes once stored in dtype d (bf16, f16 or f32).

@@ -121,12 +121,19 @@ __device__ __forceinline__ uint8_t code_of(float v, const GroupScale& g) {
   return quantize_exact<F>(v, g.inv, g.a, g.b);
 }
 
-__device__ __forceinline__ void store_scale(void* scales, int64_t index, ScaleRule rule, uint32_t bits) {
-  if (rule == ScaleRule::fp8_f32) ptx::st_global(static_cast<float*>(scales) + index, __uint_as_float(bits));
-  else ptx::st_global(static_cast<uint8_t*>(scales) + index, static_cast<uint8_t>(bits));
+// store_scale, load_tensor_scale and load_scale take their caller's site (TEJAS_CALLER_PARAM,
+// device/prelude.h): each call is its own request site under emulation, as on the GPU.
+__device__ __forceinline__ void store_scale(void* scales, int64_t index, ScaleRule rule,
+                                            uint32_t bits TEJAS_CALLER_PARAM) {
+  if (rule == ScaleRule::fp8_f32)
+    ptx::st_global(static_cast<float*>(scales) + index, __uint_as_float(bits) TEJAS_NESTED_SITE);
+  else
+    ptx::st_global(static_cast<uint8_t*>(scales) + index, static_cast<uint8_t>(bits) TEJAS_NESTED_SITE);
 }
 
-__device__ __forceinline__ float load_tensor_scale(const float* ts) { return ts != nullptr ? ptx::ld_global_nc(ts) : 1.0f; }
+__device__ __forceinline__ float load_tensor_scale(const float* ts TEJAS_CALLER_PARAM) {
+  return ts != nullptr ? ptx::ld_global_nc(ts TEJAS_NESTED_SITE) : 1.0f;
+}
 
 // 1 / (6 * tensor_scale): nvfp4's block-scale quotient, within ~2 ulps (resolved exactly).
 __device__ __forceinline__ float inverse_6ts(float ts) { return 1.0f / (kE2m1Max * ts); }
@@ -285,11 +292,13 @@ TEJAS_QUANT_UNROLL
 }
 
 // ---- dequantization ---------------------------------------------------------------------------
-__device__ __forceinline__ float load_scale(const DequantParams& p, int64_t index) {
+__device__ __forceinline__ float load_scale(const DequantParams& p, int64_t index TEJAS_CALLER_PARAM) {
   switch (p.scale_kind) {
-    case ScaleKind::f32: return ptx::ld_global_nc(static_cast<const float*>(p.scales) + index);
-    case ScaleKind::ue8m0: return num::ue8m0_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index));
-    case ScaleKind::e4m3: return num::e4m3_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index));
+    case ScaleKind::f32: return ptx::ld_global_nc(static_cast<const float*>(p.scales) + index TEJAS_NESTED_SITE);
+    case ScaleKind::ue8m0:
+      return num::ue8m0_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index TEJAS_NESTED_SITE));
+    case ScaleKind::e4m3:
+      return num::e4m3_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index TEJAS_NESTED_SITE));
   }
   return 0.0f;
 }

@@ -30,21 +30,23 @@ using num::F32;
 namespace impl {
 
 // N contiguous elements through accesses of min(N * sizeof(E), 16) bytes; kNc: through the
-// read-only path (inputs nobody writes during the launch).
+// read-only path (inputs nobody writes during the launch). The helpers below take their caller's
+// site (TEJAS_CALLER_PARAM, device/prelude.h) and pass it on: under emulation every call of a
+// helper is its own request site, as every inlined call is its own instruction on the GPU.
 template <int N, bool kNc = false, class E>
-__device__ __forceinline__ void load_vec(const E* p, E* out) {
+__device__ __forceinline__ void load_vec(const E* p, E* out TEJAS_CALLER_PARAM) {
   constexpr int kBytes = N * static_cast<int>(sizeof(E));
   constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using W = typename num::AccessWord<kStep>::type;
   #pragma unroll
   for (int i = 0; i < kBytes / kStep; ++i) {
     const W* at = reinterpret_cast<const W*>(p) + i;
-    const W w = kNc ? ptx::ld_global_nc(at) : ptx::ld_global(at);
+    const W w = kNc ? ptx::ld_global_nc(at TEJAS_NESTED_SITE) : ptx::ld_global(at TEJAS_NESTED_SITE);
     memcpy(reinterpret_cast<char*>(out) + i * kStep, &w, kStep);
   }
 }
 template <int N, class E>
-__device__ __forceinline__ void store_vec(E* p, const E* in) {
+__device__ __forceinline__ void store_vec(E* p, const E* in TEJAS_CALLER_PARAM) {
   constexpr int kBytes = N * static_cast<int>(sizeof(E));
   constexpr int kStep = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
   using W = typename num::AccessWord<kStep>::type;
@@ -52,31 +54,31 @@ __device__ __forceinline__ void store_vec(E* p, const E* in) {
   for (int i = 0; i < kBytes / kStep; ++i) {
     W w;
     memcpy(&w, reinterpret_cast<const char*>(in) + i * kStep, kStep);
-    ptx::st_global(reinterpret_cast<W*>(p) + i, w);
+    ptx::st_global(reinterpret_cast<W*>(p) + i, w TEJAS_NESTED_SITE);
   }
 }
 
-__device__ __forceinline__ int64_t load_position(const RopeParams& p, int row, int64_t t) {
+__device__ __forceinline__ int64_t load_position(const RopeParams& p, int row, int64_t t TEJAS_CALLER_PARAM) {
   const int64_t at = row * p.pos_row + t * p.pos_tok;
-  if (p.pos_i64) return ptx::ld_global_nc(static_cast<const int64_t*>(p.positions) + at);
-  return ptx::ld_global_nc(static_cast<const int32_t*>(p.positions) + at);
+  if (p.pos_i64) return ptx::ld_global_nc(static_cast<const int64_t*>(p.positions) + at TEJAS_NESTED_SITE);
+  return ptx::ld_global_nc(static_cast<const int32_t*>(p.positions) + at TEJAS_NESTED_SITE);
 }
 
 // cos and sin of pairs [i0, i0 + VEC) at position pos.
 template <class S, int VEC>
 __device__ __forceinline__ void load_cos_sin(const RopeParams& p, int64_t pos, int64_t i0, float (&c)[VEC],
-                                             float (&s)[VEC]) {
+                                             float (&s)[VEC] TEJAS_CALLER_PARAM) {
   const int64_t at = pos * p.cs_row + i0;
   if (p.cos_f32) {
     const float* row = static_cast<const float*>(p.cos_sin) + at;
-    load_vec<VEC, true>(row, c);
-    load_vec<VEC, true>(row + p.half, s);
+    load_vec<VEC, true>(row, c TEJAS_NESTED_SITE);
+    load_vec<VEC, true>(row + p.half, s TEJAS_NESTED_SITE);
   } else {
     using Raw = typename S::Raw;
     const Raw* row = static_cast<const Raw*>(p.cos_sin) + at;
     Raw rc[VEC], rs[VEC];
-    load_vec<VEC, true>(row, rc);
-    load_vec<VEC, true>(row + p.half, rs);
+    load_vec<VEC, true>(row, rc TEJAS_NESTED_SITE);
+    load_vec<VEC, true>(row + p.half, rs TEJAS_NESTED_SITE);
     #pragma unroll
     for (int j = 0; j < VEC; ++j) {
       c[j] = S::to_f32(rc[j]);
@@ -95,12 +97,12 @@ __device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size
 // value / scale otherwise (f32 division, then one RNE + satfinite rounding).
 template <class S, int N>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float* scale,
-                                            const typename S::Raw* vals) {
+                                            const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
-    store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals);
+    store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals TEJAS_NESTED_SITE);
     return;
   }
-  const float sc = ptx::ld_global_nc(scale);
+  const float sc = ptx::ld_global_nc(scale TEJAS_NESTED_SITE);
   uint8_t codes[N];
   // sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round it): the f32 quotient
   // is rounded once more only when it lies near a code midpoint, from the exact residual.
@@ -110,12 +112,12 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
     codes[j] = p.kv_kind == KvKind::e4m3 ? num::round_quotient<num::CodeFormat::e4m3>(x, x / sc, 1.0f, sc)
                                          : num::round_quotient<num::CodeFormat::e5m2>(x, x / sc, 1.0f, sc);
   }
-  store_vec<N>(static_cast<uint8_t*>(cache) + at, codes);
+  store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
-__device__ __forceinline__ int64_t load_slot(const RopeParams& p, int64_t t) {
+__device__ __forceinline__ int64_t load_slot(const RopeParams& p, int64_t t TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::none) return -1;
-  const int64_t slot = ptx::ld_global_nc(p.slots + t);
+  const int64_t slot = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
   return slot < p.num_slots ? slot : -1;  // beyond the cache: skipped (see RopeParams)
 }
 
@@ -128,7 +130,8 @@ inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 // when the token has a slot. kEarly: the first head's q/k loads are issued before the position
 // (and so the cos/sin) is waited on: one DRAM trip per thread of one head instead of ~two.
 template <class S, int VEC, bool kNeox, bool kEarly>
-__device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane, int64_t slot) {
+__device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
+                                              int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -143,20 +146,21 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
                      : static_cast<Raw*>(p.q) + t * p.q_tok + h * p.q_head;
   };
   Raw e[2 * P];  // neox: pair j = (e[j], e[P + j]); gptj: pair j = (e[2j], e[2j + 1])
-  const auto load_head = [&](const Raw* x) {
+  // The lambda's own caller site (TEJAS_CALLER_PARAM) names the load_head call below it.
+  const auto load_head = [&](const Raw* x TEJAS_CALLER_PARAM) {
     #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e + a * kLoad);
+    for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e + a * kLoad TEJAS_NESTED_SITE);
   };
-  if (kEarly && lane < heads) load_head(head_row(lane));
+  if (kEarly && lane < heads) load_head(head_row(lane) TEJAS_NESTED_SITE);
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
-  const int64_t pos = load_position(p, row, t);
+  const int64_t pos = load_position(p, row, t TEJAS_NESTED_SITE);
   const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
-  if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s);
+  if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
   for (int h = lane; h < heads; h += p.head_lanes) {
     const bool is_k = h >= p.Hq;
     Raw* x = head_row(h);
-    if (!kEarly || h != lane) load_head(x);
+    if (!kEarly || h != lane) load_head(x TEJAS_NESTED_SITE);
     #pragma unroll
     for (int j = 0; j < P && rotate; ++j) {
       const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
@@ -165,41 +169,44 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
       e[ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
     }
     #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e + a * kLoad);
+    for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e + a * kLoad TEJAS_NESTED_SITE);
     if (is_k && slot >= 0) {
       const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
       #pragma unroll
-      for (int a = 0; a < kAccesses; ++a) store_cache<S, kLoad>(p, p.k_cache, at + offset(a), p.k_scale, e + a * kLoad);
+      for (int a = 0; a < kAccesses; ++a)
+        store_cache<S, kLoad>(p, p.k_cache, at + offset(a), p.k_scale, e + a * kLoad TEJAS_NESTED_SITE);
     }
   }
 }
 
 // k's non-rotary tail, column `pc` (elements rotary_dim + pc * VEC ...), copied to the cache.
 template <class S, int VEC>
-__device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int pc, int lane, int64_t slot) {
+__device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int pc, int lane,
+                                            int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t d0 = 2 * p.half + static_cast<int64_t>(pc) * VEC;
   for (int64_t h = lane; h < p.Hk; h += p.head_lanes) {
     Raw r[VEC];
     // Plain load, not .nc: other threads write k's rotary dims during this launch.
-    load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r);
+    load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h);
-    store_cache<S, VEC>(p, p.k_cache, at + d0, p.k_scale, r);
+    store_cache<S, VEC>(p, p.k_cache, at + d0, p.k_scale, r TEJAS_NESTED_SITE);
   }
 }
 
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
 // consecutive vectors of a row).
 template <class S, int VEC>
-__device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot) {
+__device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group,
+                                       int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
-    load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r);
+    load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
-    store_cache<S, VEC>(p, p.v_cache, at + d0, p.v_scale, r);
+    store_cache<S, VEC>(p, p.v_cache, at + d0, p.v_scale, r TEJAS_NESTED_SITE);
   }
 }
 
