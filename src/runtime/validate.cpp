@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -37,7 +38,7 @@ Validator& Validator::require(bool condition, const std::string& message) {
 }
 
 Validator& Validator::positive_f32(double value, const char* name) {
-  constexpr double kMin = 0x1p-126, kMax = 3.4028234663852886e38;  // FLT_MIN, FLT_MAX
+  constexpr double kMin = std::numeric_limits<float>::min(), kMax = std::numeric_limits<float>::max();
   if (value >= kMin && value <= kMax) return *this;  // NaN fails both
   std::ostringstream os;
   os << name << ": expected a positive normal f32 value (1.17549e-38 to 3.40282e+38), got " << value;

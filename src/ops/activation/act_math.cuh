@@ -36,7 +36,6 @@ inline constexpr float kGeluCubic = 0.044715f;
 inline constexpr float kScaledSigmoidBelow = -80.0f;
 inline constexpr float kSigmoidShift = 64.0f;
 inline constexpr float kExpMinusShift = 1.6038108905486379e-28f;  // e^-64, rounded to f32
-inline constexpr float kF32MaxFinite = 3.4028234663852886e38f;
 
 // g * sigmoid(a) * m, with the header's limits: g sigmoid(a) -> -0 when a = -Inf (t = 0 on the
 // negative side; then -0 * m), NaN for NaN. Above a = -80 the order is (g sigmoid(a)) m.
@@ -46,7 +45,7 @@ __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
     if (ts == 0.0f) return -0.0f * m;  // a -> -Inf (or so negative that e^a underflows): the limit
     const float p = g * ts;
     const float scaled = p * m;
-    if (fabsf(scaled) > kF32MaxFinite && fabsf(m) <= kF32MaxFinite) return p * kExpMinusShift * m;
+    if (fabsf(scaled) > num::F32::kMaxFinite && fabsf(m) <= num::F32::kMaxFinite) return p * kExpMinusShift * m;
     return scaled * kExpMinusShift;
   }
   const float t = dev::expf(-fabsf(a));

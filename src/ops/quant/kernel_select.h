@@ -3,7 +3,9 @@
 // same set. Scale rules and scale dtypes are runtime parameters (one branch per group).
 #pragma once
 #include "ops/quant/kernel.cuh"
+#include "ops/quant/launch_plan.h"
 #include "tejas/dtype.h"
+#include "tejas/status.h"
 
 namespace tejas::quant_kernel {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
@@ -39,6 +41,27 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
     case DType::f16: return dequant_kernel_for<F16>(f, vectorized);
     default: return dequant_kernel_for<F32>(f, vectorized);
   }
+}
+
+// Launch i of a plan, and the kernel its config picks: quant and dequant alike.
+inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_launch(plan, i); }
+inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
+inline QuantKernel kernel_of(const QuantPlan& plan, const QuantConfig& c) {
+  return select_quant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
+}
+inline DequantKernel kernel_of(const DequantPlan& plan, const DequantConfig& c) {
+  return select_dequant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
+}
+
+// The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to
+// the first error.
+template <class Plan, class Launch>
+Status for_each_launch(const Plan& plan, const Launch& launch) {
+  for (int64_t i = 0; i < plan.num_launches; ++i) {
+    const auto l = launch_at(plan, i);
+    TEJAS_RETURN_IF_ERROR(launch(kernel_of(plan, l.config), l));
+  }
+  return Status::Ok();
 }
 
 }  // inline namespace TEJAS_BUILD_NS

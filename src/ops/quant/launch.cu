@@ -1,7 +1,4 @@
 // CUDA launchers of the quantization kernels (the instantiations live in kernel_select.h).
-#include <cmath>
-#include <string>
-
 #include "ops/common/cuda_check.h"
 #include "runtime/device_copy.h"
 #include "ops/quant/checks.h"
@@ -20,35 +17,30 @@ Status check_device_tensor_scale(const char* op, const ExecContext& ctx, const T
 }  // namespace tejas::quant_detail
 
 namespace tejas::quant_kernel {
+namespace {
 
-Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
+// Every launch of `plan` on ctx.stream; in debug-check mode the device tensor_scale is read and
+// judged first (before anything is written).
+template <class Plan>
+Status run_cuda(const char* op, const ExecContext& ctx, const Plan& plan, bool check_tensor_scale) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
     TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
-  for (int64_t i = 0; i < plan.num_launches; ++i) {
-    const QuantLaunch l = quant_launch(plan, i);
-    const QuantConfig& c = l.config;
-    const QuantKernel k = select_quant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
-    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
-    TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
-  }
-  return Status::Ok();
+  return for_each_launch(plan, [&](auto kernel, const auto& l) {
+    kernel<<<static_cast<unsigned>(l.config.grid), l.config.threads, 0, stream>>>(l.params);
+    return detail::cuda_launch_status(op);
+  });
+}
+
+}  // namespace
+
+Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
+  return run_cuda(op, ctx, plan, check_tensor_scale);
 }
 
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale) {
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
-  if (check_tensor_scale)
-    TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
-  print_plan(op, plan);
-  for (int64_t i = 0; i < plan.num_launches; ++i) {
-    const DequantLaunch l = dequant_launch(plan, i);
-    const DequantConfig& c = l.config;
-    const DequantKernel k = select_dequant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
-    k<<<static_cast<unsigned>(c.grid), c.threads, 0, stream>>>(l.params);
-    TEJAS_RETURN_IF_ERROR(detail::cuda_launch_status(op));
-  }
-  return Status::Ok();
+  return run_cuda(op, ctx, plan, check_tensor_scale);
 }
 
 }  // namespace tejas::quant_kernel

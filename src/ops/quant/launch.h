@@ -15,7 +15,7 @@ Status run_dequant_emu(const char* op, const ExecContext& ctx, const DequantPlan
 
 #if TEJAS_WITH_CUDA
 // check_tensor_scale: debug-check mode: copy the device tensor_scale to the host (synchronizing
-// the stream) and reject a value that is not finite and > 0 before anything is written.
+// the stream) and reject a value outside [2^-64, 2^64] before anything is written.
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale);
 Status run_dequant_cuda(const char* op, const ExecContext& ctx, const DequantPlan& plan, bool check_tensor_scale);
 #endif

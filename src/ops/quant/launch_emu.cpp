@@ -4,43 +4,40 @@
 #include "ops/quant/launch.h"
 
 namespace tejas::quant_kernel {
+namespace {
 
-Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& plan) {
+// Every launch of `plan` on the emulator, with `tensors` registered (inputs read-only).
+template <class Plan>
+Status run_emu(const char* op, const ExecContext& ctx, const Plan& plan, std::initializer_list<detail::EmuArg> tensors) {
   detail::begin_emulator_call();
   print_plan(op, plan);
-  const PlanTensors& t = plan.t;
-  detail::EmuBuffers buffers({{t.data, emu::Access::read},
-                              {t.q, emu::Access::write},
-                              {t.scales, emu::Access::write},
-                              {t.tensor_scale, emu::Access::read}});
-  for (int64_t i = 0; i < plan.num_launches; ++i) {
-    const QuantLaunch l = quant_launch(plan, i);
-    const QuantConfig& c = l.config;
-    const QuantKernel k = select_quant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
+  detail::EmuBuffers buffers(tensors);
+  return for_each_launch(plan, [&](auto kernel, const auto& l) {
     const emu::LaunchReport rep = emu::launch(
-        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, l.params);
-    TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
-  }
-  return Status::Ok();
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.grid)), dim3(l.config.threads), 0), kernel,
+        l.params);
+    return detail::emu_status(op, rep);
+  });
+}
+
+}  // namespace
+
+Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& plan) {
+  const PlanTensors& t = plan.t;
+  return run_emu(op, ctx, plan,
+                 {{t.data, emu::Access::read},
+                  {t.q, emu::Access::write},
+                  {t.scales, emu::Access::write},
+                  {t.tensor_scale, emu::Access::read}});
 }
 
 Status run_dequant_emu(const char* op, const ExecContext& ctx, const DequantPlan& plan) {
-  detail::begin_emulator_call();
-  print_plan(op, plan);
   const PlanTensors& t = plan.t;
-  detail::EmuBuffers buffers({{t.q, emu::Access::read},
-                              {t.scales, emu::Access::read},
-                              {t.tensor_scale, emu::Access::read},
-                              {t.data, emu::Access::write}});
-  for (int64_t i = 0; i < plan.num_launches; ++i) {
-    const DequantLaunch l = dequant_launch(plan, i);
-    const DequantConfig& c = l.config;
-    const DequantKernel k = select_dequant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
-    const emu::LaunchReport rep = emu::launch(
-        detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid)), dim3(c.threads), 0), k, l.params);
-    TEJAS_RETURN_IF_ERROR(detail::emu_status(op, rep));
-  }
-  return Status::Ok();
+  return run_emu(op, ctx, plan,
+                 {{t.q, emu::Access::read},
+                  {t.scales, emu::Access::read},
+                  {t.tensor_scale, emu::Access::read},
+                  {t.data, emu::Access::write}});
 }
 
 }  // namespace tejas::quant_kernel

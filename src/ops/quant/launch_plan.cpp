@@ -137,6 +137,20 @@ const float* tensor_scale_of(const Plan& plan) {
 
 }  // namespace
 
+// The fields a quant and a dequant launch share: codes, scales and tensor scale of the launch's
+// rows, their sizes and the codes' and scales' strides.
+template <class Params>
+void set_shared_params(const Plan& plan, const LaunchRows& r, Params* p) {
+  p->q = r.q;
+  p->scales = r.scales;
+  p->tensor_scale = tensor_scale_of(plan);
+  p->rows = r.rows;
+  p->K = r.K;
+  p->group = plan.group;
+  p->q_row_stride_bytes = q_bytes(r.q_stride, plan.code);
+  p->s_row_stride = r.s_stride;
+}
+
 QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
                      const TensorView& tensor_scale, int64_t group, ScaleRule rule) {
   QuantPlan plan;
@@ -149,16 +163,9 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   const LaunchRows r = launch_rows(plan, i);
   QuantLaunch l;
   QuantParams& p = l.params;
+  set_shared_params(plan, r, &p);
   p.x = r.data;
-  p.q = r.q;
-  p.scales = r.scales;
-  p.tensor_scale = tensor_scale_of(plan);
-  p.rows = r.rows;
-  p.K = r.K;
-  p.group = plan.group;
   p.x_row_stride = r.data_stride;
-  p.q_row_stride_bytes = q_bytes(r.q_stride, plan.code);
-  p.s_row_stride = r.s_stride;
   p.rule = plan.rule;
   QuantProblem prob;
   prob.x_bytes = elem_bytes(plan.t.data->dtype);
@@ -189,16 +196,9 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   const LaunchRows r = launch_rows(plan, i);
   DequantLaunch l;
   DequantParams& p = l.params;
+  set_shared_params(plan, r, &p);
   p.out = r.data;
-  p.q = r.q;
-  p.scales = r.scales;
-  p.tensor_scale = tensor_scale_of(plan);
-  p.rows = r.rows;
-  p.K = r.K;
-  p.group = plan.group;
   p.out_row_stride = r.data_stride;
-  p.q_row_stride_bytes = q_bytes(r.q_stride, plan.code);
-  p.s_row_stride = r.s_stride;
   p.scale_kind = scale_kind(plan.t.scales->dtype);
   DequantProblem prob;
   prob.out_bytes = elem_bytes(plan.t.data->dtype);

@@ -25,21 +25,11 @@ using check::HostTensor;
 using ropetest::KvBuffers;
 using ropetest::KvShape;
 
+using ropetest::check_cache;
+
 namespace {
 
 constexpr int64_t kMaxPos = 40;
-
-// Cache code `got` for the exact value x / scale: the reference encoding of it, exactly (the
-// kernel resolves quotients near a code midpoint from the exact residual: tejas/rope.h). Only a
-// NaN code's sign is unspecified.
-::testing::AssertionResult code_ok(DType dt, uint64_t got, long double exact) {
-  const uint64_t want = ref::encode(dt, static_cast<double>(exact));
-  if (got == want) return ::testing::AssertionSuccess();
-  const double g = ref::decode(dt, got), w = ref::decode(dt, want);
-  if (std::isnan(g) && std::isnan(w)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "code 0x" << std::hex << got << " (" << g << ") want 0x" << want << " (" << w
-                                       << ") for " << static_cast<double>(exact);
-}
 
 // Every value of dtype `src` (all 2^16 codes) whose f32 quotient x / scale rounds to another
 // `code` than the exact quotient does (double rounding through f32: the f32 quotient lands on,
@@ -56,31 +46,6 @@ std::vector<double> double_rounding_values(DType src, DType code, float scale) {
     if (ref::encode(code, exact) != ref::encode(code, f32_quotient)) out.push_back(x);
   }
   return out;
-}
-
-// Every cache row: written rows hold enc(stored source), the others keep their poison.
-void check_cache(const HostTensor& cache, const HostTensor& src, const HostTensor& slots, const HostTensor& scale,
-                 const KvShape& s, const char* what) {
-  const int64_t row = s.Hk * s.D, num_slots = s.num_blocks * s.block_size;
-  std::vector<int64_t> token_of(static_cast<size_t>(num_slots), -1);
-  for (int64_t t = 0; t < s.T; ++t)
-    if (slots.get({t}) >= 0) token_of[static_cast<size_t>(slots.get({t}))] = t;
-  const bool fp8 = dtype_is_fp8(cache.dtype());
-  const uint64_t poison = cache.poison_code();
-  for (int64_t slot = 0; slot < num_slots; ++slot) {
-    const int64_t t = token_of[static_cast<size_t>(slot)];
-    for (int64_t i = 0; i < row; ++i) {
-      const uint64_t got = cache.bits_flat(slot * row + i);
-      if (t < 0) {
-        ASSERT_EQ(got, poison) << what << ": slot " << slot << " is not written";
-      } else if (!fp8) {
-        ASSERT_EQ(got, src.bits_flat(t * row + i)) << what << ": slot " << slot << " element " << i;
-      } else {
-        const long double exact = src.get_flat(t * row + i) / static_cast<long double>(scale.get_flat(0));
-        ASSERT_TRUE(code_ok(cache.dtype(), got, exact)) << what << ": slot " << slot << " element " << i;
-      }
-    }
-  }
 }
 
 struct Variant {
