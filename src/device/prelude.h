@@ -14,7 +14,7 @@
 #endif
 
 // Every device-layer wrapper ends its parameter list with TEJAS_SITE_PARAM: in emulation builds
-// a defaulted emu::Site (the caller's file:line, for findings and for grouping lanes into
+// a defaulted emu::Site (the caller's file:line:column, for findings and for grouping lanes into
 // requests); nothing on the device. TEJAS_SITE_PARAM_ONLY is the same for wrappers that take no
 // other parameter.
 //

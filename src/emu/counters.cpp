@@ -3,7 +3,7 @@
 // A request is one warp-level instruction. Lanes run independently, so a lane's access is tied
 // to its warp's request by (warp, call site, how many times this lane executed that site before):
 // the grouping does not depend on the scheduling order. The call site is the whole emu::Site:
-// the wrapper call's file:line and the chain of helper calls that reached it, so each inlined
+// the wrapper call's file:line:column and the chain of helper calls that reached it, so each inlined
 // call of a helper is its own instruction, as on the GPU. Records are kept per block and folded
 // when the block ends.
 #include <algorithm>
@@ -49,10 +49,10 @@ void add_words(std::vector<uint32_t>& words, uint64_t offset, uint32_t size) {
 }
 
 void fold_global(std::vector<GlobalReq>& v, Counters& c) {
-  auto key = [](const GlobalReq& r) { return std::tie(r.is_store, r.warp, r.file, r.line, r.chain, r.occ); };
+  auto key = [](const GlobalReq& r) { return std::tie(r.is_store, r.warp, r.file, r.line, r.column, r.chain, r.occ); };
   std::sort(v.begin(), v.end(), [&](const GlobalReq& a, const GlobalReq& b) {
-    return std::tie(a.is_store, a.warp, a.file, a.line, a.chain, a.occ, a.sector) <
-           std::tie(b.is_store, b.warp, b.file, b.line, b.chain, b.occ, b.sector);
+    return std::tie(a.is_store, a.warp, a.file, a.line, a.column, a.chain, a.occ, a.sector) <
+           std::tie(b.is_store, b.warp, b.file, b.line, b.column, b.chain, b.occ, b.sector);
   });
   // Per request: its distinct sectors, and the distinct bytes it uses in them (lanes reading the
   // same bytes count once). Ideal: ceil(bytes / 32) sectors, every sector fully used.
@@ -84,10 +84,10 @@ void fold_global(std::vector<GlobalReq>& v, Counters& c) {
 }
 
 void fold_shared(std::vector<SharedReq>& v, Counters& c) {
-  auto key = [](const SharedReq& r) { return std::tie(r.warp, r.file, r.line, r.chain, r.occ); };
+  auto key = [](const SharedReq& r) { return std::tie(r.warp, r.file, r.line, r.column, r.chain, r.occ); };
   std::sort(v.begin(), v.end(), [&](const SharedReq& a, const SharedReq& b) {
-    return std::tie(a.warp, a.file, a.line, a.chain, a.occ, a.lane) <
-           std::tie(b.warp, b.file, b.line, b.chain, b.occ, b.lane);
+    return std::tie(a.warp, a.file, a.line, a.column, a.chain, a.occ, a.lane) <
+           std::tie(b.warp, b.file, b.line, b.column, b.chain, b.occ, b.lane);
   });
   std::vector<uint32_t> words;
   for (size_t i = 0; i < v.size();) {
@@ -114,9 +114,11 @@ void fold_shared(std::vector<SharedReq>& v, Counters& c) {
 
 uint32_t next_occurrence(Thread& t, const Site& site, uint32_t kind) {
   for (SiteCount& s : t.sites) {
-    if (s.line == site.line && s.chain == site.chain && s.file == site.file && s.kind == kind) return s.count++;
+    if (s.line == site.line && s.column == site.column && s.chain == site.chain && s.file == site.file &&
+        s.kind == kind)
+      return s.count++;
   }
-  t.sites.push_back(SiteCount{site.file, site.chain, site.line, kind, 1});
+  t.sites.push_back(SiteCount{site.file, site.chain, site.line, site.column, kind, 1});
   return 0;
 }
 
@@ -128,7 +130,7 @@ void record_global_request(Thread& t, uintptr_t addr, size_t bytes, const Site& 
     const uint64_t hi = std::min<uint64_t>(end, (s + 1) * kSectorBytes) - s * kSectorBytes;
     const uint32_t mask = static_cast<uint32_t>(((uint64_t{1} << hi) - 1) & ~((uint64_t{1} << lo) - 1));
     t.block->global_reqs.push_back(
-        GlobalReq{site.file, site.chain, s, t.warp, site.line, occ, is_store ? 1u : 0u, mask});
+        GlobalReq{site.file, site.chain, s, t.warp, site.line, site.column, occ, is_store ? 1u : 0u, mask});
   }
 }
 
@@ -136,7 +138,8 @@ void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, const Site& 
   const uint32_t occ = next_occurrence(t, site, kSharedSiteKind);
   const auto offset = static_cast<uint32_t>(addr - reinterpret_cast<uintptr_t>(t.block->smem));
   t.block->shared_reqs.push_back(
-      SharedReq{site.file, site.chain, t.warp, site.line, occ, t.lane, offset, static_cast<uint32_t>(bytes)});
+      SharedReq{site.file, site.chain, t.warp, site.line, site.column, occ, t.lane, offset,
+                static_cast<uint32_t>(bytes)});
 }
 
 void flush_block_counters(Block& b, Counters& c) {

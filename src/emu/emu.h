@@ -21,7 +21,7 @@
 
 namespace tejas::emu {
 
-// Source location of a device-layer call (file:line), captured by default arguments, and the
+// Source location of a device-layer call (file:line:column), captured by default arguments, and the
 // chain of helper calls that led to it. A kernel that reaches a wrapper through a helper
 // (norm's load_typed, rope's load_vec) passes its location down: the helper takes
 // TEJAS_CALLER_PARAM and calls the wrapper with TEJAS_NESTED_SITE (device/prelude.h), which is
@@ -31,30 +31,33 @@ namespace tejas::emu {
 struct SiteFrame {
   const char* file = "";
   uint32_t line = 0;
+  uint32_t column = 0;
 };
 struct Site {
   static constexpr int kMaxCallers = 4;
   const char* file = "";   // the wrapper call itself (innermost)
   uint32_t line = 0;
+  uint32_t column = 0;     // two calls on one line (`c ? f(a) : f(b)`) are two instructions
   uint32_t depth = 0;      // helper calls enclosing it; callers[] keeps the nearest kMaxCallers
-  uint64_t chain = 0;      // hash of every enclosing call's file:line (0: none)
+  uint64_t chain = 0;      // hash of every enclosing call's file:line:column (0: none)
   SiteFrame callers[kMaxCallers] = {};  // callers[0]: the call of the innermost helper
 
   static constexpr Site here(std::source_location l = std::source_location::current()) {
-    return Site{l.file_name(), l.line()};
+    return Site{l.file_name(), l.line(), l.column()};
   }
   // The current location inside a helper that `caller` called.
   static Site nested(const Site& caller, std::source_location l = std::source_location::current()) {
-    Site s{l.file_name(), l.line()};
+    Site s{l.file_name(), l.line(), l.column()};
     s.depth = caller.depth + 1;
-    s.chain = mix(mix(caller.chain ^ reinterpret_cast<uintptr_t>(caller.file)) ^ caller.line) | 1;
-    s.callers[0] = SiteFrame{caller.file, caller.line};
+    s.chain = mix(mix(mix(caller.chain ^ reinterpret_cast<uintptr_t>(caller.file)) ^ caller.line) ^ caller.column) | 1;
+    s.callers[0] = SiteFrame{caller.file, caller.line, caller.column};
     for (int i = 1; i < kMaxCallers; ++i) s.callers[i] = caller.callers[i - 1];
     return s;
   }
-  // One instruction: the same file:line reached through the same helper calls.
+  // One instruction: the same file:line:column reached through the same helper calls.
   bool same_instruction(const Site& o) const {
-    return line == o.line && chain == o.chain && (file == o.file || __builtin_strcmp(file, o.file) == 0);
+    return line == o.line && column == o.column && chain == o.chain &&
+           (file == o.file || __builtin_strcmp(file, o.file) == 0);
   }
   // "file:line", then " (via file:line, file:line)" for the enclosing helper calls, nearest first.
   std::string name() const;
@@ -108,7 +111,8 @@ struct Counters {
   // it are fetched but partly unused: strided or scattered lanes, or a contiguous run that starts
   // mid-sector (at most one extra sector per request). 0 excess = every sector fully used.
   uint64_t global_load_sectors_ideal = 0, global_store_sectors_ideal = 0;
-  // Distinct global bytes read / written by the launch (compulsory HBM traffic).
+  // Distinct global bytes read / written by the launch (compulsory HBM traffic). A read of
+  // bytes the launch wrote earlier (a read-back, an L2 hit on the GPU) is not counted.
   uint64_t global_bytes_read_unique = 0, global_bytes_written_unique = 0;
   // Shared memory: wavefronts actually needed vs the conflict-free minimum for the same accesses.
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_wavefronts_ideal = 0;

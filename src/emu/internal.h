@@ -81,8 +81,9 @@ enum class ThreadState : uint8_t { ready, running, at_barrier, in_collective, ex
 
 struct SiteCount {
   const char* file;
-  uint64_t chain;  // Site::chain: the helper calls that led to file:line
+  uint64_t chain;  // Site::chain: the helper calls that led to file:line:column
   uint32_t line;
+  uint32_t column;
   uint32_t kind;   // access kind (load / store) so one site may do both
   uint32_t count;
 };
@@ -131,7 +132,7 @@ struct Collective {
   void* user = nullptr;
 };
 
-// A request is keyed by (warp, file, line, chain, occ): one instruction (the site reached through
+// A request is keyed by (warp, file, line, column, chain, occ): one instruction (the site reached through
 // the same helper calls) executed for the occ-th time by its lanes.
 struct GlobalReq {
   const char* file;
@@ -139,6 +140,7 @@ struct GlobalReq {
   uint64_t sector;
   uint32_t warp;
   uint32_t line;
+  uint32_t column;
   uint32_t occ;
   uint32_t is_store;
   uint32_t bytes_mask;  // bit i: byte i of the sector is accessed
@@ -148,6 +150,7 @@ struct SharedReq {
   uint64_t chain;
   uint32_t warp;
   uint32_t line;
+  uint32_t column;
   uint32_t occ;
   uint32_t lane;
   uint32_t offset;

@@ -175,7 +175,7 @@ bool check(const void* p, size_t bytes, const Site& site, Op op, uint32_t flags)
         race_what = after_atomic ? "read after an atomic by" : "read after a write by";
       }
       ReadRec& x = rd[i];
-      if (!shared && x.interval < first) c.global_bytes_read_unique++;
+      if (!shared && x.interval < first && w[i].interval < first) c.global_bytes_read_unique++;  // not a read-back
       if (x.interval != b.interval) {
         x = ReadRec{b.interval, t.gtid, gen, warp_id, 1u << t.lane};
       } else {
@@ -422,7 +422,7 @@ void cp_async(void* smem, const void* gmem, int cp_size, int src_size, Site site
       std::memset(op.data, kPoisonByte, static_cast<size_t>(src_size));
     }
   }
-  if (!rt::check(smem, static_cast<size_t>(cp_size), site, rt::Op::store, kAccessNoBankCount)) return;
+  if (!rt::check(smem, static_cast<size_t>(cp_size), site, rt::Op::store, 0)) return;  // bank-counted, as a st.shared
   // Until the wait, the destination holds poison and reads of it are findings.
   std::memset(smem, kPoisonByte, static_cast<size_t>(cp_size));
   uint8_t* st = b.smem_shadow.status() + (d - s);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device/prelude.h"
+#include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
 #include "emu_test_util.h"
 
@@ -95,6 +96,28 @@ TEST(EmuCounters, BroadcastCountsBytesOnce) {
   EXPECT_EQ(split.counters.excess_load_sectors(), 1u);
 }
 
+// Unique bytes are the compulsory HBM traffic: a read of bytes the launch wrote earlier (a
+// scratch buffer read back after a barrier) is an L2 hit on the GPU, not counted; bytes read
+// before being overwritten (in place) are.
+__global__ void write_then_read_back(float* buf, float* out, int) {
+  const int t = threadIdx.x;
+  st_global(buf + t, ld_global(buf + t) + 1.0f);  // in place: read, then written
+  st_global(buf + 32 + t, 2.0f * t);              // written first
+  __syncthreads();
+  st_global(out + t, ld_global(buf + 32 + (t + 1) % 32));  // read back another thread's write
+}
+
+TEST(EmuCounters, ReadBackIsNotUniqueTraffic) {
+  DevBuf<float> buf(64, "buf"), out(32, "out");
+  buf.upload(std::vector<float>(64, 1.0f));
+  auto r = emu::launch(write_then_read_back, dim3(1), dim3(32), 0, buf.get(), out.get(), 0);
+  ASSERT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.counters.global_bytes_read_unique, 32u * sizeof(float));      // the in-place half only
+  EXPECT_EQ(r.counters.global_bytes_written_unique, 96u * sizeof(float));   // buf and out
+  EXPECT_EQ(r.counters.global_load_requests, 2u);  // the read-back still counts as a request
+  EXPECT_EQ(out.download()[3], 8.0f);
+}
+
 // One warp reads 32 contiguous floats starting `shift` floats past a sector boundary: 128 bytes
 // used; aligned 4 sectors, shifted 5 (one extra for the run that starts mid-sector).
 TEST(EmuCounters, MisalignedRunCostsOneSector) {
@@ -148,6 +171,41 @@ TEST(EmuCounters, SharedBankConflicts) {
     EXPECT_EQ(r.counters.shared_wavefronts, k.wavefronts);
     EXPECT_EQ(r.counters.shared_wavefronts_ideal, k.ideal);
     EXPECT_EQ(r.counters.bank_conflict_wavefronts(), k.wavefronts - k.ideal);
+  }
+}
+
+// cp.async writes its destination through the banks as a 16-byte shared store does (8 lanes a
+// phase): lane l copies 16 bytes of `in` to float4 l * stride of shared memory.
+__global__ void cp_async_pattern(const float* in, float* out, int stride) {
+  float4* s = dynamic_smem<float4>();
+  const int lane = threadIdx.x;
+  cp_async_16(s + lane * stride, in + 4 * lane);
+  cp_async_commit();
+  cp_async_wait<0>();
+  st_global(out + lane, ld_shared(s + lane * stride).x);  // the same pattern, read back
+}
+
+TEST(EmuCounters, CpAsyncDestinationBankConflicts) {
+  DevBuf<float> in(128, "in"), out(32, "out");
+  std::vector<float> host(128);
+  for (int i = 0; i < 128; ++i) host[i] = static_cast<float>(i);
+  in.upload(host);
+  const SharedCase cases[] = {
+      {1, 1, 4, 4},          // contiguous 16-byte rows: 4 conflict-free phases
+      {8, 1, 4 * 8, 4 * 1},  // 128-byte stride: per phase, 8 lanes in the same 4 banks
+  };
+  for (const SharedCase& k : cases) {
+    SCOPED_TRACE("stride " + std::to_string(k.pattern));
+    auto r = emu::launch(cp_async_pattern, dim3(1), dim3(32), 32 * 8 * sizeof(float4), in.get(), out.get(),
+                         k.pattern);
+    ASSERT_TRUE(r.ok()) << r.summary();
+    // The read-back is a second request with the same pattern: every count doubles.
+    EXPECT_EQ(r.counters.shared_requests, 2 * k.requests);
+    EXPECT_EQ(r.counters.shared_wavefronts, 2 * k.wavefronts);
+    EXPECT_EQ(r.counters.shared_wavefronts_ideal, 2 * k.ideal);
+    EXPECT_EQ(r.counters.cp_async_bytes, 32u * 16u);
+    const auto got = out.download();
+    for (int l = 0; l < 32; ++l) EXPECT_EQ(got[l], static_cast<float>(4 * l)) << "lane " << l;
   }
 }
 

@@ -63,13 +63,20 @@ __global__ void even_lanes_then_all(const float* a, const float* b, float* out, 
   st_global(out + lane, v);
 }
 
-// Lanes split between two calls of one helper: two instructions, each half the warp. (The calls
-// are on two lines: a site is a file:line, so two calls on one line would be one site.)
-__global__ void even_a_odd_b(const float* a, const float* b, float* out, int) {
+// Lanes split between two calls of one helper: two instructions, each half the warp.
+// mode 0: the calls on two lines; 1: on one line (a site is file:line:column); 2: two direct
+// wrapper calls on one line.
+__global__ void even_a_odd_b(const float* a, const float* b, float* out, int mode) {
   const int lane = threadIdx.x;
   float v;
-  if (lane % 2 == 0) v = load_one(a + lane);
-  else v = load_one(b + lane);
+  if (mode == 0) {
+    if (lane % 2 == 0) v = load_one(a + lane);
+    else v = load_one(b + lane);
+  } else if (mode == 1) {
+    v = lane % 2 == 0 ? load_one(a + lane) : load_one(b + lane);
+  } else {
+    v = lane % 2 == 0 ? ld_global(a + lane) : ld_global(b + lane);
+  }
   st_global(out + lane, v);
 }
 
@@ -110,12 +117,19 @@ TEST(EmuHelperSites, CallsOfOneHelperAreSeparateRequests) {
 }
 
 TEST(EmuHelperSites, DisjointCallsAreNotOneRequest) {
-  Bufs m;
-  auto r = emu::launch(even_a_odd_b, dim3(1), dim3(32), 0, m.a.get(), m.b.get(), m.out.get(), 0);
-  ASSERT_TRUE(r.ok()) << r.summary();
-  // Two instructions, each of 16 lanes over 128 bytes: 4 sectors each (one site: 1 request).
-  EXPECT_EQ(r.counters.global_load_requests, 2u);
-  EXPECT_EQ(r.counters.global_load_sectors, 8u);
+  for (int mode : {0, 1, 2}) {
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    Bufs m;
+    auto r = emu::launch(even_a_odd_b, dim3(1), dim3(32), 0, m.a.get(), m.b.get(), m.out.get(), mode);
+    ASSERT_TRUE(r.ok()) << r.summary();
+    // Two instructions, each of 16 lanes over 128 bytes: 4 sectors each (one site: 1 request).
+    EXPECT_EQ(r.counters.global_load_requests, 2u);
+    EXPECT_EQ(r.counters.global_load_sectors, 8u);
+    EXPECT_EQ(r.counters.excess_load_sectors(), 4u);  // each half-used
+    const auto out = m.out.download();
+    EXPECT_EQ(out[0], 1.0f);
+    EXPECT_EQ(out[1], 2.0f);
+  }
 }
 
 TEST(EmuHelperSites, LoopIterationsStayOccurrences) {
@@ -148,7 +162,14 @@ TEST(EmuHelperSites, NestedSiteKeepsTheChain) {
   const emu::Site second = helper_line(emu::Site::here());
   EXPECT_EQ(first.line, second.line);
   EXPECT_FALSE(first.same_instruction(second));
-  EXPECT_TRUE(helper_line(emu::Site::here()).same_instruction(helper_line(emu::Site::here())));
+  // The same call executed twice (a loop): one instruction. Two calls on one line: two.
+  emu::Site looped[2];
+  for (emu::Site& s : looped) s = helper_line(emu::Site::here());
+  EXPECT_TRUE(looped[0].same_instruction(looped[1]));
+  const emu::Site left = helper_line(emu::Site::here()), right = helper_line(emu::Site::here());
+  EXPECT_EQ(left.line, right.line);
+  EXPECT_NE(left.callers[0].column, right.callers[0].column);
+  EXPECT_FALSE(left.same_instruction(right));
   const std::string name = inner.name();
   const std::string f = file_name(inner.file);
   EXPECT_NE(name.find(f + ":" + std::to_string(inner_line) + " (via "), std::string::npos) << name;
