@@ -9,6 +9,7 @@
 #include "device/numeric/convert.h"
 #include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
+#include "device/unroll.h"
 #include "ops/quant/config.h"
 #include "ops/quant/params.h"
 #include "ops/quant/quant_math.h"
@@ -201,18 +202,24 @@ TEJAS_QUANT_UNROLL
       }
     }
     at = GroupAt{g0 / groups_per_row, g0 % groups_per_row};
-TEJAS_QUANT_UNROLL
-    for (int tile = 0; tile < kMaxChunks; ++tile) {
-      if (tile >= p.steps) break;
+    // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
+    // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
+    // the tile loop rolled, raw[] went to local memory, and each 16-byte load waited for its data
+    // before the STL that spilled it: the step's loads went one DRAM round trip at a time.
+    dev::static_for<kMaxChunks>([&](auto tile_c) {
+      constexpr int tile = decltype(tile_c)::value;
+      if (tile >= p.steps) return;
       if (tile > 0) at.advance(groups_per_warp, groups_per_row);
       const bool active = at.row < p.rows;
       const int64_t row = at.row, gi = at.gi;
-      // This tile's chunks are raw[tile, tile + chunks) (one of the two is 0).
+      // This tile's chunks are raw[tile, tile + chunks): with steps > 1 a tile has one chunk
+      // (config.cpp), so only tile 0 needs code for more.
+      constexpr int kTileChunks = tile == 0 ? kMaxChunks : 1;
       float amax = 0.0f;
       int nan = 0;
-TEJAS_QUANT_UNROLL
-      for (int c = 0; c + tile < kMaxChunks; ++c) {
-        if (!active || c >= p.chunks) continue;
+      dev::static_for<kTileChunks>([&](auto c_c) {
+        constexpr int c = decltype(c_c)::value;
+        if (!active || c >= p.chunks) return;
         S e[kVec];
         memcpy(e, &raw[tile + c], sizeof(e));
 TEJAS_QUANT_UNROLL
@@ -221,29 +228,28 @@ TEJAS_QUANT_UNROLL
           nan |= is_nan(v);
           amax = fmaxf(amax, fabsf(v));  // fmaxf skips NaN; `nan` records it
         }
-      }
+      });
       for (int off = L / 2; off > 0; off >>= 1) {
         amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
         nan |= __shfl_xor_sync(kFullMask, nan, off);
       }
-      if (active) {
-        const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
-        if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
-        uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+      if (!active) return;
+      const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
+      if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
+      uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+      dev::static_for<kTileChunks>([&](auto c_c) {
+        constexpr int c = decltype(c_c)::value;
+        if (c >= p.chunks) return;
+        S e[kVec];
+        memcpy(e, &raw[tile + c], sizeof(e));
+        uint8_t codes[kVec];
 TEJAS_QUANT_UNROLL
-        for (int c = 0; c + tile < kMaxChunks; ++c) {
-          if (c >= p.chunks) continue;
-          S e[kVec];
-          memcpy(e, &raw[tile + c], sizeof(e));
-          uint8_t codes[kVec];
-TEJAS_QUANT_UNROLL
-          for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
-          Bytes<kCodeBytes> packed;
-          pack_codes<F>(codes, packed.b);
-          ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
-        }
-      }
-    }
+        for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
+        Bytes<kCodeBytes> packed;
+        pack_codes<F>(codes, packed.b);
+        ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
+      });
+    });
   }
 }
 
