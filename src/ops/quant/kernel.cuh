@@ -298,15 +298,28 @@ TEJAS_QUANT_UNROLL
 }
 
 // ---- dequantization ---------------------------------------------------------------------------
-__device__ __forceinline__ float load_scale(const DequantParams& p, int64_t index TEJAS_CALLER_PARAM) {
-  switch (p.scale_kind) {
-    case ScaleKind::f32: return ptx::ld_global_nc(static_cast<const float*>(p.scales) + index TEJAS_NESTED_SITE);
-    case ScaleKind::ue8m0:
-      return num::ue8m0_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index TEJAS_NESTED_SITE));
-    case ScaleKind::e4m3:
-      return num::e4m3_to_f32(ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index TEJAS_NESTED_SITE));
+// A scale's stored bits (f32 bits, or the ue8m0 / e4m3 byte), and their value. Split so that a
+// kernel with several loads in flight decodes only after issuing them all.
+// NOTES: with the decode next to its load (one switch), ptxas put each byte scale's conversion
+// right after its LDG, in the same branch: the thread waited for the scale before issuing its
+// code load and the next step's loads, one DRAM round trip per load (SASS, sm_90a).
+__device__ __forceinline__ uint32_t load_scale_bits(const DequantParams& p, int64_t index TEJAS_CALLER_PARAM) {
+  if (p.scale_kind == ScaleKind::f32)
+    return ptx::ld_global_nc(static_cast<const uint32_t*>(p.scales) + index TEJAS_NESTED_SITE);
+  return ptx::ld_global_nc(static_cast<const uint8_t*>(p.scales) + index TEJAS_NESTED_SITE);
+}
+
+__device__ __forceinline__ float decode_scale(ScaleKind kind, uint32_t bits) {
+  switch (kind) {
+    case ScaleKind::f32: return __uint_as_float(bits);
+    case ScaleKind::ue8m0: return num::ue8m0_to_f32(static_cast<uint8_t>(bits));
+    case ScaleKind::e4m3: return num::e4m3_to_f32(static_cast<uint8_t>(bits));
   }
   return 0.0f;
+}
+
+__device__ __forceinline__ float load_scale(const DequantParams& p, int64_t index TEJAS_CALLER_PARAM) {
+  return decode_scale(p.scale_kind, load_scale_bits(p, index TEJAS_NESTED_SITE));
 }
 
 template <CodeFormat F>
@@ -340,13 +353,13 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   // thread has steps x (code bytes + scale) in flight instead of one step's.
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
     Bytes<kCodeBytes> codes[kMaxDequantSteps] = {};
-    float scale[kMaxDequantSteps] = {};
+    uint32_t scale_bits[kMaxDequantSteps] = {};
 TEJAS_QUANT_UNROLL
     for (int st = 0; st < kMaxDequantSteps; ++st) {
       const int64_t j = j0 + st * stride;
       if (st >= p.steps || j >= total) continue;
       const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
-      scale[st] = load_scale(p, row * p.s_row_stride + k / p.group);
+      scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + k / p.group);
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const Bytes<kCodeBytes>*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
     }
@@ -355,9 +368,10 @@ TEJAS_QUANT_UNROLL
       const int64_t j = j0 + st * stride;
       if (st >= p.steps || j >= total) continue;
       const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+      const float scale = decode_scale(p.scale_kind, scale_bits[st]);
       S out[kVec];
 TEJAS_QUANT_UNROLL
-      for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes[st].b, i), scale[st], ts, nvfp4);
+      for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes[st].b, i), scale, ts, nvfp4);
       uint4 packed;
       memcpy(&packed, out, sizeof(packed));
       ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
