@@ -23,7 +23,7 @@ namespace tejas::emu {
 
 // Source location of a device-layer call (file:line:column), captured by default arguments, and the
 // chain of helper calls that led to it. A kernel that reaches a wrapper through a helper
-// (norm's load_typed, rope's load_vec) passes its location down: the helper takes
+// (norm's load_raw, rope's load_vec) passes its location down: the helper takes
 // TEJAS_CALLER_PARAM and calls the wrapper with TEJAS_NESTED_SITE (device/prelude.h), which is
 // Site::nested(caller). On the GPU each inlined call of a helper is its own instruction; here
 // two calls of one helper differ by `chain`, so requests keyed by the whole site are per

@@ -48,6 +48,10 @@ __device__ __forceinline__ float row_allreduce(const NormParams& p, float v, Op 
 // fp8 groups take y clamped to +-FLT_MAX (an Inf saturates, as in quant_fp8_group); NaN stays.
 __device__ __forceinline__ float clamp_f32_range(float y) { return y != y ? y : fminf(fmaxf(y, -kF32Max), kF32Max); }
 
+// Bytes of a weight or residual element (bf16, f16 or f32: the host validates it). Not
+// dtype_size: its 12-way switch was re-evaluated between the row's loads.
+__device__ __forceinline__ int float_bytes(DType d) { return d == DType::f32 ? 4 : 2; }
+
 // Byte address of element (row, col) of a [T, H] tensor with token stride `stride`.
 __device__ __forceinline__ const void* elem_at(const void* base, int64_t row, int64_t stride, int64_t col, int bytes) {
   return static_cast<const unsigned char*>(base) + (row * stride + col) * bytes;
@@ -56,14 +60,12 @@ __device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride
   return static_cast<unsigned char*>(base) + (row * stride + col) * bytes;
 }
 
-// Loads N elements of row `row` starting at `col`: x into f and, when fused, the residual into r.
-template <DType XT, int N>
-__device__ __forceinline__ void load_input(const NormParams& p, int64_t row, int64_t col, float (&f)[N],
-                                           float (&r)[N] TEJAS_CALLER_PARAM) {
-  // x may be out: not .nc
-  load_typed<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), f TEJAS_NESTED_SITE);
-  if (p.residual == nullptr) return;
-  load_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, r TEJAS_NESTED_SITE);
+// The residual's raw registers: a 16-bit (bf16 / f16) or f32 access, by the runtime res_dtype.
+template <int N>
+__device__ __forceinline__ void load_residual_raw(const NormParams& p, int64_t row, int64_t col,
+                                                  RawAny<N>& rr TEJAS_CALLER_PARAM) {
+  const void* a = elem_at(p.residual, row, p.res_stride, col, float_bytes(p.res_dtype));
+  load_raw_any<N>(a, p.res_dtype, rr TEJAS_NESTED_SITE);
 }
 
 // residual += x, stored; f gets the stored value.
@@ -73,15 +75,19 @@ __device__ __forceinline__ void add_residual(const NormParams& p, int64_t row, i
   const bool narrow = p.res_dtype != DType::f32;
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
-  store_any<N>(elem_at(p.residual, row, p.res_stride, col, dtype_size(p.res_dtype)), p.res_dtype, f TEJAS_NESTED_SITE);
+  store_any<N>(elem_at(p.residual, row, p.res_stride, col, float_bytes(p.res_dtype)), p.res_dtype, f TEJAS_NESTED_SITE);
 }
 
-// y = v * inv_rms * weight, in place.
+// y = v * inv_rms * weight, in place: the weight's raw registers loaded, then applied.
 template <int N>
-__device__ __forceinline__ void scale_by_weight(const NormParams& p, int64_t col, float inv_rms,
-                                                float (&f)[N] TEJAS_CALLER_PARAM) {
+__device__ __forceinline__ void load_weight_raw(const NormParams& p, int64_t col, RawAny<N>& wr TEJAS_CALLER_PARAM) {
+  load_raw_any<N, true>(elem_at(p.weight, 0, 0, col, float_bytes(p.w_dtype)), p.w_dtype, wr TEJAS_NESTED_SITE);
+}
+
+template <int N>
+__device__ __forceinline__ void apply_weight(const NormParams& p, const RawAny<N>& wr, float inv_rms, float (&f)[N]) {
   float w[N];
-  load_any<N, true>(elem_at(p.weight, 0, 0, col, dtype_size(p.w_dtype)), p.w_dtype, w TEJAS_NESTED_SITE);
+  decode_any(p.w_dtype, wr, w);
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
 }
@@ -141,31 +147,60 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   const int64_t tail_col = static_cast<int64_t>(nvec) * V + rs.tid;
   const bool has_tail = rs.tid < tail;
 
-  // 1. The row into registers: every load first, then the residual added and stored.
+  // 1. The row into registers: every load first (raw), then decoded, then the residual added
+  // and stored.
   // NOTES: the loads are inline PTX, kept in program order; a residual store between two items'
   // loads held the second item's loads until the first item's data arrived (one DRAM round trip
-  // per item instead of one per row).
+  // per item instead of one per row). Decoding each item as it was loaded did the same in SASS:
+  // the decode stayed in the load's guarded block and waited for the data (vec_io.cuh).
+  // Item k is vector j = k * nthreads + tid of the row; each(f) runs f(k, column) for this
+  // thread's items.
+  const auto each = [&](auto&& f) {
+#pragma unroll
+    for (int k = 0; k < I; ++k) {
+      const int j = k * rs.nthreads + rs.tid;
+      if (j < nvec) f(k, static_cast<int64_t>(j) * V);
+    }
+  };
   float v[I][V], r[I][V];
   float vt[1] = {0.0f}, rt[1] = {0.0f};
 #pragma unroll
-  for (int k = 0; k < I; ++k) {
-    const int j = k * rs.nthreads + rs.tid;
-    if (j < nvec) load_input<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], r[k]);
-    else
+  for (int k = 0; k < I; ++k)
 #pragma unroll
-      for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
+    for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
+  RawVec<XT, V> xr[I];
+  RawAny<V> rr[I];
+  RawVec<XT, 1> xtr;
+  RawAny<1> rtr;
+  const auto decode_item = [&](int k, int64_t) {
+    decode_raw(xr[k], v[k]);
+    if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
+  };
+  // NOTES: two kernels decode each item as it arrives instead, where every load first spilled at
+  // the 64-register cap: vec 1 / E 16 (misaligned rows above 8192; 328-400 bytes) and f32 x vec
+  // 4 / E 16 (f32 rows above 4096; 8-12 bytes).
+  constexpr bool kLoadsFirst = I != kLargeE && !(XT == DType::f32 && V == 4 && E == kLargeE);
+  each([&](int k, int64_t col) {
+    load_raw<XT, V, false>(elem_at(p.x, rs.row, p.x_stride, col, kElemBytes<XT>), xr[k]);  // x may be out: not .nc
+    if (p.residual != nullptr) load_residual_raw<V>(p, rs.row, col, rr[k]);
+    if constexpr (!kLoadsFirst) decode_item(k, col);
+  });
+  if (has_tail) {
+    load_raw<XT, 1, false>(elem_at(p.x, rs.row, p.x_stride, tail_col, kElemBytes<XT>), xtr);
+    if (p.residual != nullptr) load_residual_raw<1>(p, rs.row, tail_col, rtr);
   }
-  if (has_tail) load_input<XT, 1>(p, rs.row, tail_col, vt, rt);
   // The weight is read after the reduction (keeping it out of registers); its lines head for L2
   // now, so that read is an L2 hit even in decode, where nothing else brought them there.
   // NOTES: only with few items (vectorized rows): with 8-16 (misaligned views, vec 1-2) the
   // compiler kept every weight address live across the reduction and spilled 92-132 bytes.
   if constexpr (I <= 4) {
-#pragma unroll
-    for (int k = 0; k < I; ++k) {
-      const int j = k * rs.nthreads + rs.tid;
-      if (j < nvec) ptx::prefetch_l2(elem_at(p.weight, 0, 0, static_cast<int64_t>(j) * V, dtype_size(p.w_dtype)));
-    }
+    each([&](int, int64_t col) { ptx::prefetch_l2(elem_at(p.weight, 0, 0, col, float_bytes(p.w_dtype))); });
+  }
+  // Decoded once every load is issued.
+  if constexpr (kLoadsFirst) each(decode_item);
+  if (has_tail) {
+    decode_raw(xtr, vt);
+    if (p.residual != nullptr) decode_any(p.res_dtype, rtr, rt);
   }
   if (p.residual != nullptr) {
 #pragma unroll
@@ -185,13 +220,22 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   ss = row_allreduce(p, ss, dev::SumOp{}, 0.0f, smem);
   const float inv_rms = dev::rsqrtf(ss / static_cast<float>(p.H) + p.eps);
 
-  // 3. y = v * inv_rms * weight, in place.
-#pragma unroll
-  for (int k = 0; k < I; ++k) {
-    const int j = k * rs.nthreads + rs.tid;
-    if (j < nvec) scale_by_weight<V>(p, static_cast<int64_t>(j) * V, inv_rms, v[k]);
+  // 3. y = v * inv_rms * weight, in place; the weight loads first too where that fits (E 8, or
+  // at most 2 items: the rows of H <= 2048 and the 16-byte rows above), so the thread waits for
+  // one L2 round trip, not one per item.
+  // NOTES: weights first in the E-16 kernels of 4-8 items (vec 2 and 4) spilled 4-16 bytes.
+  {
+    constexpr bool kWeightsFirst = kLoadsFirst && (E == kSmallE || I <= 2);
+    RawAny<V> wr[I];
+    RawAny<1> wtr;
+    each([&](int k, int64_t col) {
+      load_weight_raw<V>(p, col, wr[k]);
+      if constexpr (!kWeightsFirst) apply_weight(p, wr[k], inv_rms, v[k]);
+    });
+    if (has_tail) load_weight_raw<1>(p, tail_col, wtr);
+    if constexpr (kWeightsFirst) each([&](int k, int64_t) { apply_weight(p, wr[k], inv_rms, v[k]); });
+    if (has_tail) apply_weight(p, wtr, inv_rms, vt);
   }
-  if (has_tail) scale_by_weight<1>(p, tail_col, inv_rms, vt);
 
   // 4. The write, from the same registers.
   if (p.out_kind == OutKind::fp8_group) {

@@ -59,20 +59,35 @@ __device__ __forceinline__ void encode(float f, unsigned char* b) {
   }
 }
 
-// Loads N elements of dtype D at p (aligned to the access size) and decodes them to floats.
+// The registers of one N-element access of dtype D as loaded (16-byte pieces if wider).
+// NOTES: a kernel with several accesses in flight loads them all raw first and decodes after:
+// a decode next to its load lands in the load's basic block (the loads sit behind `if (j <
+// nvec)` guards), ptxas keeps it there, and the thread then waits for that load before it
+// issues the next one (SASS, sm_90a; docs/kernels/rms_norm.md).
+template <DType D, int N>
+struct RawVec {
+  static constexpr int kBytes = N * kElemBytes<D>;
+  static constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
+  using Chunk = typename ChunkOf<kPiece>::type;
+  Chunk c[kBytes / kPiece];
+};
+
+// Loads N elements of dtype D at p (aligned to the access size) into r, undecoded.
 // kReadOnly: ld.global.nc (data nobody writes during the launch).
 template <DType D, int N, bool kReadOnly>
-__device__ __forceinline__ void load_typed(const void* p, float (&f)[N] TEJAS_CALLER_PARAM) {
-  constexpr int kBytes = N * kElemBytes<D>;
-  constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using C = typename ChunkOf<kPiece>::type;
-  unsigned char b[kBytes];
+__device__ __forceinline__ void load_raw(const void* p, RawVec<D, N>& r TEJAS_CALLER_PARAM) {
+  using R = RawVec<D, N>;
 #pragma unroll
-  for (int i = 0; i < kBytes / kPiece; ++i) {
-    const C* cp = static_cast<const C*>(p) + i;
-    const C c = kReadOnly ? ptx::ld_global_nc(cp TEJAS_NESTED_SITE) : ptx::ld_global(cp TEJAS_NESTED_SITE);
-    memcpy(b + i * kPiece, &c, kPiece);
+  for (int i = 0; i < R::kBytes / R::kPiece; ++i) {
+    const typename R::Chunk* cp = static_cast<const typename R::Chunk*>(p) + i;
+    r.c[i] = kReadOnly ? ptx::ld_global_nc(cp TEJAS_NESTED_SITE) : ptx::ld_global(cp TEJAS_NESTED_SITE);
   }
+}
+
+template <DType D, int N>
+__device__ __forceinline__ void decode_raw(const RawVec<D, N>& r, float (&f)[N]) {
+  unsigned char b[RawVec<D, N>::kBytes];
+  memcpy(b, r.c, sizeof b);
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = decode<D>(b + e * kElemBytes<D>);
 }
@@ -93,21 +108,49 @@ __device__ __forceinline__ void store_typed(void* p, const float (&f)[N] TEJAS_C
   }
 }
 
-// Runtime-dtype forms for the arguments whose dtype is not a template parameter (weight,
-// residual: bf16, f16 or f32; stores also e4m3). A uniform branch per access.
-template <int N, bool kReadOnly = false>
-__device__ __forceinline__ void load_any(const void* p, DType d, float (&f)[N] TEJAS_CALLER_PARAM) {
-  if (d == DType::f32) load_typed<DType::f32, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
-  else if (d == DType::bf16) load_typed<DType::bf16, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
-  else load_typed<DType::f16, N, kReadOnly>(p, f TEJAS_NESTED_SITE);
-}
-
+// Runtime-dtype store for the arguments whose dtype is not a template parameter (residual:
+// bf16, f16 or f32; also e4m3). A uniform branch per access.
 template <int N>
 __device__ __forceinline__ void store_any(void* p, DType d, const float (&f)[N] TEJAS_CALLER_PARAM) {
   if (d == DType::f32) store_typed<DType::f32, N>(p, f TEJAS_NESTED_SITE);
   else if (d == DType::bf16) store_typed<DType::bf16, N>(p, f TEJAS_NESTED_SITE);
   else if (d == DType::f16) store_typed<DType::f16, N>(p, f TEJAS_NESTED_SITE);
   else store_typed<DType::e4m3, N>(p, f TEJAS_NESTED_SITE);
+}
+
+// N elements of a runtime dtype (bf16, f16 or f32) as loaded: room for f32's bytes; bf16 and
+// f16 use the first half (the same access for both).
+template <int N>
+struct RawAny {
+  RawVec<DType::f32, N> w;
+};
+
+template <int N, bool kReadOnly = false>
+__device__ __forceinline__ void load_raw_any(const void* p, DType d, RawAny<N>& r TEJAS_CALLER_PARAM) {
+  if (d == DType::f32) {
+    load_raw<DType::f32, N, kReadOnly>(p, r.w TEJAS_NESTED_SITE);
+  } else {
+    RawVec<DType::bf16, N> h;
+    load_raw<DType::bf16, N, kReadOnly>(p, h TEJAS_NESTED_SITE);
+    memcpy(&r.w, &h, sizeof h);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void decode_any(DType d, const RawAny<N>& r, float (&f)[N]) {
+  if (d == DType::f32) {
+    decode_raw(r.w, f);
+    return;
+  }
+  RawVec<DType::bf16, N> h;
+  memcpy(&h, &r.w, sizeof h);
+  if (d == DType::bf16) {
+    decode_raw(h, f);
+  } else {
+    RawVec<DType::f16, N> g;
+    memcpy(&g, &h, sizeof g);
+    decode_raw(g, f);
+  }
 }
 
 // The value `f` takes once stored in dtype d (bf16, f16 or f32).

@@ -2,8 +2,8 @@
 // accesses that go through vec_io.cuh's helpers: each call of a helper is its own request (one
 // instruction per inlined call on the GPU), so the emulator's sectors are the GPU's.
 //
-// Before requests were keyed by the helper chain (emu::Site::chain), every ld_global in
-// load_typed was one site: x, residual and weight loads of one lane counted as occurrences of
+// Before requests were keyed by the helper chain (emu::Site::chain), every ld_global in the
+// load helper was one site: x, residual and weight loads of one lane counted as occurrences of
 // one "instruction", so in the last warp of a row, where only some lanes load x's last item, the
 // other lanes' weight loads joined those x loads in one request (rms_norm H = 1000: 329 load
 // sectors, H = 5000: 1595; fused_add_rms_norm H = 1000: 486 loads, 321 stores). The counts below
