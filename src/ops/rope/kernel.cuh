@@ -17,6 +17,7 @@
 #include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
+#include "device/ptx/mov.h"
 #include "ops/rope/config.h"
 #include "ops/rope/kernel_params.h"
 
@@ -115,10 +116,21 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
-__device__ __forceinline__ int64_t load_slot(const RopeParams& p, int64_t t TEJAS_CALLER_PARAM) {
+// The token's slot as loaded (with caches; untouched without), issued first and judged by
+// slot_at where it is used.
+__device__ __forceinline__ void load_slot(const RopeParams& p, int64_t t, int64_t& loaded TEJAS_CALLER_PARAM) {
+  if (p.kv_kind != KvKind::none) loaded = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
+}
+
+// The slot to write, or -1: negative, or beyond the cache (skipped, see RopeParams).
+// NOTES: through ptx::mov_opaque, so the compare and cache_offset's division stay at the use.
+// Judged right after its load (as before), the slot held every thread of rope_kv_cache_write for
+// a DRAM round trip before it issued its head and position loads (SASS, sm_90a): three trips
+// per thread (slot; head and position; cos/sin) instead of two.
+__device__ __forceinline__ int64_t slot_at(const RopeParams& p, const int64_t& loaded) {
   if (p.kv_kind == KvKind::none) return -1;
-  const int64_t slot = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
-  return slot < p.num_slots ? slot : -1;  // beyond the cache: skipped (see RopeParams)
+  const int64_t slot = ptx::mov_opaque(loaded);
+  return slot < p.num_slots ? slot : -1;
 }
 
 // Rotation pairs per column: neox takes VEC from each half; gptj's VEC contiguous elements
@@ -131,7 +143,7 @@ inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 // (and so the cos/sin) is waited on: one DRAM trip per thread of one head instead of ~two.
 template <class S, int VEC, bool kNeox, bool kEarly>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
-                                              int64_t slot TEJAS_CALLER_PARAM) {
+                                              const int64_t& slot_loaded TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -170,7 +182,9 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     }
     #pragma unroll
     for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e + a * kLoad TEJAS_NESTED_SITE);
-    if (is_k && slot >= 0) {
+    if (!is_k) continue;
+    const int64_t slot = slot_at(p, slot_loaded);
+    if (slot >= 0) {
       const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
       #pragma unroll
       for (int a = 0; a < kAccesses; ++a)
@@ -220,13 +234,24 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
   if (t >= p.T) return;  // no barriers below: tail threads may leave
   const int lane = local / p.col_threads;
-  const int64_t slot = impl::load_slot(p, t);
+  // Read (by slot_at) only with caches, where load_slot sets it. NOTES: no initial value on the
+  // device: a phi of an initial value with the load made ptxas copy the loaded register right
+  // after the load, and the copy waited for the data. The host compiler of the emulator build
+  // cannot see that it is always set before it is read.
+#if TEJAS_EMULATION
+  int64_t slot_loaded = 0;
+#else
+  int64_t slot_loaded;
+#endif
+  impl::load_slot(p, t, slot_loaded);
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
     if (col >= p.rot_cols) {
+      const int64_t slot = impl::slot_at(p, slot_loaded);
       if (slot >= 0) impl::copy_k_tail<S, VEC>(p, t, col - p.rot_cols, lane, slot);
-    } else if (p.neox) impl::rotate_column<S, VEC, true, kEarly>(p, t, col, lane, slot);
-    else impl::rotate_column<S, VEC, false, kEarly>(p, t, col, lane, slot);
+    } else if (p.neox) impl::rotate_column<S, VEC, true, kEarly>(p, t, col, lane, slot_loaded);
+    else impl::rotate_column<S, VEC, false, kEarly>(p, t, col, lane, slot_loaded);
   }
+  const int64_t slot = impl::slot_at(p, slot_loaded);
   if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
 }
 
