@@ -61,6 +61,8 @@ struct Site {
   }
   // "file:line", then " (via file:line, file:line)" for the enclosing helper calls, nearest first.
   std::string name() const;
+  // name(), and when `other` has the same name (two calls on one line), both columns.
+  std::string name_beside(const Site& other) const;
 
  private:
   static constexpr uint64_t mix(uint64_t x) {  // splitmix64's finalizer
@@ -112,7 +114,8 @@ struct Counters {
   // mid-sector (at most one extra sector per request). 0 excess = every sector fully used.
   uint64_t global_load_sectors_ideal = 0, global_store_sectors_ideal = 0;
   // Distinct global bytes read / written by the launch (compulsory HBM traffic). A read of
-  // bytes the launch wrote earlier (a read-back, an L2 hit on the GPU) is not counted.
+  // bytes a plain store of the launch wrote earlier (a read-back, an L2 hit on the GPU) is not
+  // counted; a read of bytes an atomic wrote is.
   uint64_t global_bytes_read_unique = 0, global_bytes_written_unique = 0;
   // Shared memory: wavefronts actually needed vs the conflict-free minimum for the same accesses.
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_wavefronts_ideal = 0;

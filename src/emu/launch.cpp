@@ -122,7 +122,8 @@ void complete_barrier(Launch& L, Block& b) {
   }
   if (other != nullptr && want_finding(FindingKind::divergent_barrier)) {
     add_finding(FindingKind::divergent_barrier, 0, other->bar_site,
-                "this __syncthreads completed together with a different one at " + first->bar_site.name() + " (" +
+                "this __syncthreads completed together with a different one at " +
+                    first->bar_site.name_beside(other->bar_site) + " (" +
                     thread_name(first->gtid) +
                     "): not every thread reached the same barrier",
                 other);

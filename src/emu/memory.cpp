@@ -175,7 +175,9 @@ bool check(const void* p, size_t bytes, const Site& site, Op op, uint32_t flags)
         race_what = after_atomic ? "read after an atomic by" : "read after a write by";
       }
       ReadRec& x = rd[i];
-      if (!shared && x.interval < first && w[i].interval < first) c.global_bytes_read_unique++;  // not a read-back
+      // A read-back (of bytes a plain store of this launch wrote) is not compulsory traffic; a
+      // byte last written by an atomic still had to come from memory once.
+      if (!shared && x.interval < first && (w[i].interval < first || after_atomic)) c.global_bytes_read_unique++;
       if (x.interval != b.interval) {
         x = ReadRec{b.interval, t.gtid, gen, warp_id, 1u << t.lane};
       } else {

@@ -74,6 +74,13 @@ std::string Site::name() const {
   return s;
 }
 
+std::string Site::name_beside(const Site& other) const {
+  std::string s = name();
+  if (s == other.name() && column != other.column)
+    s += " [column " + std::to_string(column) + "; the other call: column " + std::to_string(other.column) + "]";
+  return s;
+}
+
 std::string Finding::to_string() const {
   std::string s = finding_kind_name(kind);
   s += " at ";

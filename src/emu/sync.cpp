@@ -76,7 +76,7 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
     if (rt::want_finding(FindingKind::partial_warp_collective)) {
       rt::add_finding(FindingKind::partial_warp_collective, 0, site,
                       std::string(name) + " is .aligned but executed by lanes of one warp at different call sites" +
-                          " (also at " + c->site.name() + ")");
+                          " (also at " + c->site.name_beside(site) + ")");
     }
   }
   c->arrived |= bit;

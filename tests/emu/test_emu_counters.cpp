@@ -96,26 +96,29 @@ TEST(EmuCounters, BroadcastCountsBytesOnce) {
   EXPECT_EQ(split.counters.excess_load_sectors(), 1u);
 }
 
-// Unique bytes are the compulsory HBM traffic: a read of bytes the launch wrote earlier (a
-// scratch buffer read back after a barrier) is an L2 hit on the GPU, not counted; bytes read
-// before being overwritten (in place) are.
+// Unique bytes are the compulsory HBM traffic: a read of bytes a plain store of the launch
+// wrote earlier (a scratch buffer read back after a barrier) is an L2 hit on the GPU, not
+// counted; bytes read before being overwritten (in place) are, and so are bytes an atomic wrote
+// (their old value came from memory).
 __global__ void write_then_read_back(float* buf, float* out, int) {
   const int t = threadIdx.x;
   st_global(buf + t, ld_global(buf + t) + 1.0f);  // in place: read, then written
   st_global(buf + 32 + t, 2.0f * t);              // written first
+  atomicAdd(buf + 64 + t, 1.0f);                  // accumulated by an atomic
   __syncthreads();
-  st_global(out + t, ld_global(buf + 32 + (t + 1) % 32));  // read back another thread's write
+  // read back another thread's plain write, and the accumulated value
+  st_global(out + t, ld_global(buf + 32 + (t + 1) % 32) + ld_global(buf + 64 + t));
 }
 
 TEST(EmuCounters, ReadBackIsNotUniqueTraffic) {
-  DevBuf<float> buf(64, "buf"), out(32, "out");
-  buf.upload(std::vector<float>(64, 1.0f));
+  DevBuf<float> buf(96, "buf"), out(32, "out");
+  buf.upload(std::vector<float>(96, 1.0f));
   auto r = emu::launch(write_then_read_back, dim3(1), dim3(32), 0, buf.get(), out.get(), 0);
   ASSERT_TRUE(r.ok()) << r.summary();
-  EXPECT_EQ(r.counters.global_bytes_read_unique, 32u * sizeof(float));      // the in-place half only
-  EXPECT_EQ(r.counters.global_bytes_written_unique, 96u * sizeof(float));   // buf and out
-  EXPECT_EQ(r.counters.global_load_requests, 2u);  // the read-back still counts as a request
-  EXPECT_EQ(out.download()[3], 8.0f);
+  EXPECT_EQ(r.counters.global_bytes_read_unique, 64u * sizeof(float));     // in-place and atomic thirds
+  EXPECT_EQ(r.counters.global_bytes_written_unique, 96u * sizeof(float));  // buf[0, 64) and out
+  EXPECT_EQ(r.counters.global_load_requests, 3u);  // the read-back still counts as a request
+  EXPECT_EQ(out.download()[3], 8.0f + 2.0f);
 }
 
 // One warp reads 32 contiguous floats starting `shift` floats past a sector boundary: 128 bytes

@@ -142,6 +142,21 @@ TEST(EmuFindings, BarrierNotReachedByEveryThread) {
   EXPECT_TRUE(run1(divergent_barrier, dim3(128), 0, out.get(), 1).ok());
 }
 
+// Two barriers on one line: a different barrier for each half, told apart by column.
+__global__ void divergent_barrier_one_line(int* out, int) {
+  const int t = threadIdx.x;
+  if (t < 64) __syncthreads(); else __syncthreads();  // one line on purpose
+  if (t == 0) st_global(out, 1);
+}
+
+TEST(EmuFindings, BarriersOnOneLineAreTwoBarriers) {
+  DevBuf<int> out(1);
+  auto r = run1(divergent_barrier_one_line, dim3(128), 0, out.get(), 0);
+  expect_only(r, {FindingKind::divergent_barrier});
+  const auto f = findings_of(r, FindingKind::divergent_barrier)[0];
+  EXPECT_NE(f.detail.find("[column "), std::string::npos) << f.to_string();  // same file:line: columns shown
+}
+
 constexpr int kStallShflLine = __LINE__ + 5;
 __global__ void barrier_vs_collective(int* out, int fix) {
   CountsUnwind guard;

@@ -63,9 +63,12 @@ __global__ void even_lanes_then_all(const float* a, const float* b, float* out, 
   st_global(out + lane, v);
 }
 
-// Lanes split between two calls of one helper: two instructions, each half the warp.
-// mode 0: the calls on two lines; 1: on one line (a site is file:line:column); 2: two direct
-// wrapper calls on one line.
+// Lanes split between two calls of one helper: two source calls, each by half the warp, are two
+// requests (a site is file:line:column, so one line or two makes no difference).
+// mode 0: the calls on two lines; 1: on one line; 2: two ld_global_nc calls on one line.
+// NOTES: the emulator counts source calls. On the GPU, two inline-asm loads (ld_global_nc) stay
+// two instructions; two plain ld_global (`*p` on the device) may be if-converted by the
+// compiler into one load of a selected address (nvcc 13 does it for modes 0 and 1 here).
 __global__ void even_a_odd_b(const float* a, const float* b, float* out, int mode) {
   const int lane = threadIdx.x;
   float v;
@@ -75,7 +78,7 @@ __global__ void even_a_odd_b(const float* a, const float* b, float* out, int mod
   } else if (mode == 1) {
     v = lane % 2 == 0 ? load_one(a + lane) : load_one(b + lane);
   } else {
-    v = lane % 2 == 0 ? ld_global(a + lane) : ld_global(b + lane);
+    v = lane % 2 == 0 ? ld_global_nc(a + lane) : ld_global_nc(b + lane);
   }
   st_global(out + lane, v);
 }

@@ -149,10 +149,11 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
 
   // 1. The row into registers: every load first (raw), then decoded, then the residual added
   // and stored.
-  // NOTES: the loads are inline PTX, kept in program order; a residual store between two items'
-  // loads held the second item's loads until the first item's data arrived (one DRAM round trip
-  // per item instead of one per row). Decoding each item as it was loaded did the same in SASS:
-  // the decode stayed in the load's guarded block and waited for the data (vec_io.cuh).
+  // NOTES: a load stays after a store it may alias (x may be out; the residual is written), so
+  // a residual store between two items' loads held the second item's loads until the first
+  // item's data arrived (one DRAM round trip per item instead of one per row). Decoding each
+  // item as it was loaded did the same in SASS: the decode stayed in the load's guarded block
+  // and waited for the data (vec_io.cuh).
   // Item k is vector j = k * nthreads + tid of the row; each(f) runs f(k, column) for this
   // thread's items.
   const auto each = [&](auto&& f) {
@@ -177,8 +178,8 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
     if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
   };
   // NOTES: two kernels decode each item as it arrives instead, where every load first spilled at
-  // the 64-register cap: vec 1 / E 16 (misaligned rows above 8192; 328-400 bytes) and f32 x vec
-  // 4 / E 16 (f32 rows above 4096; 8-12 bytes).
+  // the 64-register cap: vec 1 / E 16 (misaligned rows above 2048; 328-400 bytes) and f32 x vec
+  // 4 / E 16 (f32 rows above 2048; 8-12 bytes).
   constexpr bool kLoadsFirst = I != kLargeE && !(XT == DType::f32 && V == 4 && E == kLargeE);
   each([&](int k, int64_t col) {
     load_raw<XT, V, false>(elem_at(p.x, rs.row, p.x_stride, col, kElemBytes<XT>), xr[k]);  // x may be out: not .nc
