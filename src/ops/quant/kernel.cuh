@@ -177,8 +177,6 @@ __global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
   const int64_t groups_per_warp = kWarp / L;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int64_t num_warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
-  const float ts = load_tensor_scale(p.tensor_scale);
-  const float inv_6ts = inverse_6ts(ts);
   // A tile: the groups_per_warp groups the warp quantizes at once. A warp step covers p.steps
   // consecutive tiles (steps > 1 only with one chunk per lane), all their loads issued first.
   const int64_t step_groups = groups_per_warp * p.steps;
@@ -201,6 +199,13 @@ TEJAS_QUANT_UNROLL
         raw[u] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
       }
     }
+    // nvfp4's tensor scale, loaded after the step's x loads (one address: an L1 hit after the
+    // first step on an SM). NOTES: loaded at the kernel's start, as before, 1 / (6 ts) and ts's
+    // move to a uniform register made every thread wait for it before its first x load (SASS,
+    // sm_90a): one more DRAM trip at the head of every nvfp4 quant chain. ptx::mov_opaque did not
+    // keep ptxas from hoisting that move.
+    const float ts = load_tensor_scale(p.tensor_scale);
+    const float inv_6ts = inverse_6ts(ts);
     at = GroupAt{g0 / groups_per_row, g0 % groups_per_row};
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept

@@ -233,14 +233,13 @@ TEST(QuantMxKernel, CountersAtTheIdeal) {
     TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), f, x, q, s, tsv));
     const emu::Counters& c = last_counters();
     // x: 16-byte lanes, 16 sectors per warp request; nvfp4 adds one 1-sector tensor_scale load
-    // per launched warp: 256 blocks of 16 in tiles of 16 (2 lanes x 1 chunk each), 4 tiles per
-    // warp step (config.h), 8 warps per CTA: one CTA of 8 warps (4 of them idle).
+    // per warp step (after the step's x loads): 256 blocks of 16 in tiles of 16 (2 lanes x 1
+    // chunk each), 4 tiles per warp step (config.h): 4 steps, one per warp (of 8 launched).
     const uint64_t x_requests = static_cast<uint64_t>(x.bytes() / 512);
     const uint64_t ts_requests = c.global_load_requests - x_requests;
-    constexpr int64_t kNvfp4Groups = M * K / 16, kTilesPerStep = 4, kWarpsPerCta = 8;
-    const uint64_t launched_warps = static_cast<uint64_t>(
-        (kNvfp4Groups + 16 * kTilesPerStep * kWarpsPerCta - 1) / (16 * kTilesPerStep * kWarpsPerCta) * kWarpsPerCta);
-    EXPECT_EQ(ts_requests, f == MxFormat::nvfp4 ? launched_warps : 0u);
+    constexpr int64_t kNvfp4Groups = M * K / 16, kTilesPerStep = 4;
+    const uint64_t warp_steps = static_cast<uint64_t>((kNvfp4Groups + 16 * kTilesPerStep - 1) / (16 * kTilesPerStep));
+    EXPECT_EQ(ts_requests, f == MxFormat::nvfp4 ? warp_steps : 0u);
     EXPECT_EQ(c.global_load_sectors, x_requests * 16 + ts_requests);
     const uint64_t ts_bytes = f == MxFormat::nvfp4 ? sizeof(float) : 0;
     EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(x.bytes()) + ts_bytes);
