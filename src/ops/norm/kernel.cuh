@@ -61,11 +61,11 @@ __device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride
 }
 
 // The residual's raw registers: a 16-bit (bf16 / f16) or f32 access, by the runtime res_dtype.
-template <int N>
+template <int N, bool kItem>
 __device__ __forceinline__ void load_residual_raw(const NormParams& p, int64_t row, int64_t col,
                                                   RawAny<N>& rr TEJAS_CALLER_PARAM) {
   const void* a = elem_at(p.residual, row, p.res_stride, col, float_bytes(p.res_dtype));
-  load_raw_any<N>(a, p.res_dtype, rr TEJAS_NESTED_SITE);
+  load_raw_any<N, false, kItem>(a, p.res_dtype, rr TEJAS_NESTED_SITE);
 }
 
 // residual += x, stored; f gets the stored value.
@@ -177,18 +177,19 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
     decode_raw(xr[k], v[k]);
     if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
   };
-  // NOTES: two kernels decode each item as it arrives instead, where every load first spilled at
-  // the 64-register cap: vec 1 / E 16 (misaligned rows above 2048; 328-400 bytes) and f32 x vec
-  // 4 / E 16 (f32 rows above 2048; 8-12 bytes).
-  constexpr bool kLoadsFirst = I != kLargeE && !(XT == DType::f32 && V == 4 && E == kLargeE);
+  // NOTES: f32 x vec 4 / E 16 (f32 rows above 2048) decodes each item as it arrives instead:
+  // every load first spilled 6-12 bytes at the 64-register cap there; so does the vec 1 / E 16
+  // kernel on sm_100a (36 bytes loads first, 8 as it arrives).
+  constexpr bool kLoadsFirst =
+      !(XT == DType::f32 && V == 4 && E == kLargeE) && !(TEJAS_ARCH >= 1000 && V == 1 && E == kLargeE);
   each([&](int k, int64_t col) {
     load_raw<XT, V, false>(elem_at(p.x, rs.row, p.x_stride, col, kElemBytes<XT>), xr[k]);  // x may be out: not .nc
-    if (p.residual != nullptr) load_residual_raw<V>(p, rs.row, col, rr[k]);
+    if (p.residual != nullptr) load_residual_raw<V, true>(p, rs.row, col, rr[k]);
     if constexpr (!kLoadsFirst) decode_item(k, col);
   });
   if (has_tail) {
     load_raw<XT, 1, false>(elem_at(p.x, rs.row, p.x_stride, tail_col, kElemBytes<XT>), xtr);
-    if (p.residual != nullptr) load_residual_raw<1>(p, rs.row, tail_col, rtr);
+    if (p.residual != nullptr) load_residual_raw<1, false>(p, rs.row, tail_col, rtr);
   }
   // The weight is read after the reduction (keeping it out of registers); its lines head for L2
   // now, so that read is an L2 hit even in decode, where nothing else brought them there.

@@ -125,14 +125,22 @@ struct RawAny {
   RawVec<DType::f32, N> w;
 };
 
-template <int N, bool kReadOnly = false>
+// kZeroExtend (one element): the 16-bit value fills its word zero-extended instead of being
+// merged into it (see below); for the row's items, not its tail, where the merge costs nothing
+// (the tail is loaded last) and the zero-extension cost registers elsewhere (vec 4: 2 bytes
+// of spill).
+template <int N, bool kReadOnly = false, bool kZeroExtend = false>
 __device__ __forceinline__ void load_raw_any(const void* p, DType d, RawAny<N>& r TEJAS_CALLER_PARAM) {
   if (d == DType::f32) {
     load_raw<DType::f32, N, kReadOnly>(p, r.w TEJAS_NESTED_SITE);
   } else {
     RawVec<DType::bf16, N> h;
     load_raw<DType::bf16, N, kReadOnly>(p, h TEJAS_NESTED_SITE);
-    memcpy(&r.w, &h, sizeof h);
+    // NOTES: one element is 2 of the word's 4 bytes; copied in with memcpy it was merged into the
+    // word's old upper half, and the merge waited for the load (SASS). Zero-extended, it is the
+    // loaded register as is.
+    if constexpr (N == 1 && kZeroExtend) r.w.c[0] = h.c[0];
+    else memcpy(&r.w, &h, sizeof h);
   }
 }
 
