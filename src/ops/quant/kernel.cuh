@@ -350,14 +350,17 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
   const int64_t vecs_per_row = p.K / kVec;
   const int64_t total = p.rows * vecs_per_row;
-  const float ts = load_tensor_scale(p.tensor_scale);
   const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   // NOTES: a thread takes p.steps grid-stride steps at once (each step's warp request stays
   // contiguous) and issues all their code and scale loads before the first store, so each
   // thread has steps x (code bytes + scale) in flight instead of one step's.
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
-    Bytes<kCodeBytes> codes[kMaxDequantSteps] = {};
+    // The codes as loaded words, split into bytes only in the second loop. NOTES: as a byte array
+    // (Bytes<N>) each word was split right after its load, and the split waited for the data
+    // before the next step's loads (SASS, sm_90a).
+    using CodeWord = typename num::AccessWord<kCodeBytes>::type;
+    CodeWord codes[kMaxDequantSteps] = {};
     uint32_t scale_bits[kMaxDequantSteps] = {};
 TEJAS_QUANT_UNROLL
     for (int st = 0; st < kMaxDequantSteps; ++st) {
@@ -366,17 +369,22 @@ TEJAS_QUANT_UNROLL
       const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
       scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + k / p.group);
       codes[st] = ptx::ld_global_nc(
-          reinterpret_cast<const Bytes<kCodeBytes>*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
+          reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
     }
+    // nvfp4's tensor scale after the steps' loads (as in quant_vec_kernel: loaded first, the
+    // bf16 / f16 e2m1 kernels waited for it before their first code load).
+    const float ts = load_tensor_scale(p.tensor_scale);
 TEJAS_QUANT_UNROLL
     for (int st = 0; st < kMaxDequantSteps; ++st) {
       const int64_t j = j0 + st * stride;
       if (st >= p.steps || j >= total) continue;
       const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
       const float scale = decode_scale(p.scale_kind, scale_bits[st]);
+      Bytes<kCodeBytes> bytes;
+      memcpy(bytes.b, &codes[st], kCodeBytes);
       S out[kVec];
 TEJAS_QUANT_UNROLL
-      for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(codes[st].b, i), scale, ts, nvfp4);
+      for (int i = 0; i < kVec; ++i) out[i] = dequant_value<O>(decode_code<F>(bytes.b, i), scale, ts, nvfp4);
       uint4 packed;
       memcpy(&packed, out, sizeof(packed));
       ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
