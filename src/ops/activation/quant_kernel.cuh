@@ -114,7 +114,7 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
 
 // The block's scale and this lane's e2m1 codes, mxfp4 / nvfp4 rules.
 template <bool kVec>
-__device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (&y)[kQuantElems], float amax,
+__device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (&y)[kQuantElems], float amax, float ts,
                                              uint8_t* q, uint8_t* scale_slot, bool writes_scale TEJAS_CALLER_PARAM) {
   constexpr int kBytes = kQuantElems / 2;
   uint8_t codes[kBytes];
@@ -130,7 +130,6 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
     scale_code = static_cast<uint8_t>(biased > kE2m1Emax ? biased - kE2m1Emax : 0);
     divisor = 1.0f / __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
   } else {
-    const float ts = ptx::ld_global_nc(p.tensor_scale TEJAS_NESTED_SITE);
     scale_code = num::f32_to_e4m3(amax / (kE2m1MaxF * ts));
     divisor = num::e4m3_to_f32(scale_code) * ts;
   }
@@ -162,10 +161,15 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
     const bool active = row_active && c < chunks;
     float y[kQuantElems];
     float amax = 0.0f;
+    float ts = 1.0f;  // nvfp4 only
     if (active) {
       const Raw* gate = static_cast<const Raw*>(p.x) + row * p.x_stride + c * kQuantElems;
       float g[kQuantElems], u[kQuantElems];
       load_lane<S, kVec>(gate, gate + p.F, g, u);
+      // nvfp4's tensor scale, issued with the gate / up loads. NOTES: loaded where it is used,
+      // after the amax shuffles, it cost the chunk a second trip (an L1 hit but for an SM's
+      // first warps).
+      if (p.kind == QuantKind::nvfp4) ts = ptx::ld_global_nc(p.tensor_scale);
       for (int i = 0; i < kQuantElems; ++i) {
         const float v = gated<Act::silu>(g[i], u[i], p.options);
         // Beyond x's range (Inf included) counts as x's largest finite value (quant rules).
@@ -180,7 +184,8 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
     const bool writes_scale = c % p.lanes_per_group == 0;
     uint8_t* q = static_cast<uint8_t*>(p.q) + row * p.q_stride_bytes + c * (fp4 ? kQuantElems / 2 : kQuantElems);
     if (fp4) {
-      quantize_fp4<kVec>(p, y, amax, q, static_cast<uint8_t*>(p.scales) + row * p.scale_stride + group, writes_scale);
+      quantize_fp4<kVec>(p, y, amax, ts, q, static_cast<uint8_t*>(p.scales) + row * p.scale_stride + group,
+                         writes_scale);
     } else {
       const int scale_bytes = p.kind == QuantKind::fp8_f32 ? 4 : 1;
       void* slot = static_cast<uint8_t*>(p.scales) + (row * p.scale_stride + group) * scale_bytes;
