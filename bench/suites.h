@@ -1,6 +1,7 @@
 // Benchmark suites: the workload rows (op, model, shape, FLOPs/bytes) and, for GPU runs, how to
 // allocate each row's tensors and launch it.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <sstream>

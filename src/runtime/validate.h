@@ -3,6 +3,7 @@
 // The first failed check is kept; later checks are skipped. Nothing here touches tensor data
 // except the debug-check helpers at the end, which read host index tensors.
 #pragma once
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 

@@ -1,5 +1,6 @@
 // GoogleTest helpers: every randomized test takes a fresh seed and prints it on failure.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include "check/cuda_mem.h"

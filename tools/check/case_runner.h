@@ -3,6 +3,7 @@
 // the reference backend with the same inputs and compares; the same code serves `tejas check`
 // and the GoogleTest suite's GPU cases.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>

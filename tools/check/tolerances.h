@@ -4,6 +4,7 @@
 // family's unit tests enforce on the same kernels (named below): a looser rule here would let
 // `tejas check` pass a GPU result the test suite rejects on the emulator.
 #pragma once
+#include <cstdint>
 #include <utility>
 #include <vector>
 

@@ -1,5 +1,6 @@
 // A minimal JSON writer (objects, arrays, strings, numbers, null) for the reports.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <sstream>
 #include <string>

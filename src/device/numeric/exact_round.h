@@ -15,6 +15,7 @@
 // Users: the quantization kernels (src/ops/quant/quant_math.h builds its scale rules on this)
 // and rope_kv_cache_write's fp8 cache stores.
 #pragma once
+#include <cstdint>
 #include "device/numeric/convert.h"
 #include "device/prelude.h"
 

@@ -1,5 +1,6 @@
 // Argument checks shared by the activation ops (rules: tejas/activation.h).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "ops/activation/config.h"

@@ -1,5 +1,6 @@
 // Argument checks shared by the quantization ops (see include/tejas/quant.h for the rules).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "runtime/validate.h"

@@ -2,6 +2,7 @@
 // them; included by launch.cu (nvcc) and launch_emu.cpp (emulator), so both backends run the
 // same set. Scale rules and scale dtypes are runtime parameters (one branch per group).
 #pragma once
+#include <cstdint>
 #include "ops/quant/kernel.cuh"
 #include "ops/quant/launch_plan.h"
 #include "tejas/dtype.h"

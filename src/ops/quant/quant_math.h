@@ -8,6 +8,7 @@
 //   product to odd in f32 first (from its exact fma residual), which makes the second rounding
 //   correct.
 #pragma once
+#include <cstdint>
 #include "device/numeric/exact_round.h"
 
 namespace tejas::quant_kernel {

@@ -2,6 +2,7 @@
 // Arguments are assumed validated by the public ops; only index contents and scale values are
 // checked here (host tensors only), always before anything is written.
 #pragma once
+#include <cstdint>
 #include "tejas/rope.h"
 
 namespace tejas::ref {

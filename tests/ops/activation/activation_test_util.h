@@ -1,6 +1,7 @@
 // Shared by the activation tests: inputs, long-double expectations and a closeness check that
 // allows one rounding (long double vs the float64 reference may straddle a tie).
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

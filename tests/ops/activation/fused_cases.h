@@ -1,5 +1,6 @@
 // Inputs and calls for the fused silu_mul + quantization tests (reference and kernel).
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <limits>

@@ -9,6 +9,7 @@
 // f32 within kF32ScaleRel; power-of-two and e4m3 scale codes the same perturbation rule on the
 // value they are computed from. Codes are judged against the scale the kernel stored.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

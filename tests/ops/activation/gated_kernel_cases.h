@@ -1,6 +1,7 @@
 // One gated-activation kernel case run on the emulator (and the GPU when there is one) against
 // the reference backend: shapes with tails, padded and misaligned rows, counters.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -1,5 +1,6 @@
 // Random partial attention states and the naive long-double merge, for test_merge_states*.cpp.
 #pragma once
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <vector>

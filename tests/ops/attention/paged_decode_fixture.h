@@ -1,6 +1,7 @@
 // Builds random paged-decode problems (shuffled physical blocks, ragged lengths) and the
 // naive long-double expectation, for test_paged_decode*.cpp.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

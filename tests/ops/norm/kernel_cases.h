@@ -2,6 +2,7 @@
 // and on the reference backend, outputs judged by kernel_harness.h's rules. Shared by
 // test_rms_norm_kernel.cpp and test_fused_add_rms_norm_kernel.cpp.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // builds misaligned views, and judges outputs (half-precision ulps, f32 relative error, e4m3
 // codes with their documented rounding-tie allowance).
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // Independent long-double RMSNorm math for the tests (divides by the rms rather than
 // multiplying by its reciprocal, and accumulates in long double).
 #pragma once
+#include <cstdint>
 #include <cmath>
 #include <vector>
 

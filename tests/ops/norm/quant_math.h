@@ -2,6 +2,7 @@
 // y clamped to the f32 range, group amax, the f32 / ue8m0 scale, written apart from the
 // reference (powers of two by frexp, f32 rounding by the compiler's long double -> float).
 #pragma once
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -1,5 +1,6 @@
 // Shared by the rope_kv_cache_write tests: the buffers of one call, and the check of cache rows.
 #pragma once
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // Shared by the rope tests: a cos/sin cache built in long double, backend contexts, views at odd
 // offsets, the kernel tolerances and the emulator counters of the last call.
 #pragma once
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -1,6 +1,7 @@
 // Float64 reference of merge_attention_states(_n) (the oracle). Arguments must already be
 // validated; see include/tejas/attention.h for the semantics.
 #pragma once
+#include <cstdint>
 #include <span>
 
 #include "tejas/tensor.h"
