@@ -63,7 +63,7 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
 TEST(Tune, RopeEarlyLoadsIsZeroOrOne) {
   Tune t;
   std::string why;
-  EXPECT_EQ(t.rope_early_loads, 1);
+  EXPECT_EQ(t.rope_early_loads, 0);  // the default (measured on the H200)
   EXPECT_TRUE(parse_tune("rope.early_loads=0", &t, &why)) << why;
   EXPECT_EQ(t.rope_early_loads, 0);
   EXPECT_TRUE(parse_tune("rope.early_loads=1", &t, &why)) << why;
@@ -78,17 +78,17 @@ TEST(Tune, ScopedOverrideRestoresThePrevious) {
   const Tune before = tejas::detail::tune();
   {
     Tune a;
-    a.rope_early_loads = 0;
+    a.rope_early_loads = 1;
     const tejas::detail::ScopedTuneOverride outer(a);
-    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
+    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
     {
       Tune b;
       b.quant_max_chunks = 1;
       const tejas::detail::ScopedTuneOverride inner(b);
       EXPECT_EQ(tejas::detail::tune().quant_max_chunks, 1);
-      EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
+      EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
     }
-    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
+    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
   }
   EXPECT_EQ(tejas::detail::tune().rope_early_loads, before.rope_early_loads);
   EXPECT_EQ(tejas::detail::tune().quant_max_chunks, before.quant_max_chunks);

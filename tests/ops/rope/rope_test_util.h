@@ -35,10 +35,11 @@ inline ExecContext backend_ctx(Backend b) {
 }
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
 
-// The tune of the rope.early_loads=0 variant (head loads after the position and cos/sin loads).
-inline detail::Tune late_loads() {
+// The tune of the rope.early_loads=1 variant (the first head's loads before the position wait;
+// the default is 0, head loads after the position and cos/sin loads).
+inline detail::Tune early_loads() {
   detail::Tune t;
-  t.rope_early_loads = 0;
+  t.rope_early_loads = 1;
   return t;
 }
 

@@ -231,9 +231,9 @@ TEST(MropeKernel, CudaMatchesReference) {
   kernel_vs_reference(rng, Backend::cuda);
 }
 
-TEST(MropeKernel, LateLoadsVariantMatchesReference) {  // rope.early_loads=0 (see test_rope_kernel.cpp)
+TEST(MropeKernel, EarlyLoadsVariantMatchesReference) {  // rope.early_loads=1 (see test_rope_kernel.cpp)
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  const detail::ScopedTuneOverride early(ropetest::early_loads());
   kernel_vs_reference(rng, Backend::emulator);
   if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
 }

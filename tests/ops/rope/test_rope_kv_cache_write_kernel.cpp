@@ -124,9 +124,9 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
-TEST(RopeKvCacheWriteKernel, LateLoadsVariantMatchesReference) {  // rope.early_loads=0
+TEST(RopeKvCacheWriteKernel, EarlyLoadsVariantMatchesReference) {  // rope.early_loads=1
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride late(ropetest::late_loads());
+  const detail::ScopedTuneOverride early(ropetest::early_loads());
   run_all(rng, Backend::emulator);
   if (check::cuda_available()) run_all(rng, Backend::cuda);
 }
