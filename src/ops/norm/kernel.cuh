@@ -60,6 +60,13 @@ __device__ __forceinline__ void* elem_at(void* base, int64_t row, int64_t stride
   return static_cast<unsigned char*>(base) + (row * stride + col) * bytes;
 }
 
+// x's raw registers at (row, col). x may be out: plain ld.global, not .nc.
+template <DType XT, int N>
+__device__ __forceinline__ void load_x_raw(const NormParams& p, int64_t row, int64_t col,
+                                           RawVec<XT, N>& xr TEJAS_CALLER_PARAM) {
+  load_raw<XT, N, false>(elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>), xr TEJAS_NESTED_SITE);
+}
+
 // The residual's raw registers: a 16-bit (bf16 / f16) or f32 access, by the runtime res_dtype.
 template <int N, bool kItem>
 __device__ __forceinline__ void load_residual_raw(const NormParams& p, int64_t row, int64_t col,
@@ -183,12 +190,12 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   constexpr bool kLoadsFirst =
       !(XT == DType::f32 && V == 4 && E == kLargeE) && !(TEJAS_ARCH >= 1000 && V == 1 && E == kLargeE);
   each([&](int k, int64_t col) {
-    load_raw<XT, V, false>(elem_at(p.x, rs.row, p.x_stride, col, kElemBytes<XT>), xr[k]);  // x may be out: not .nc
+    load_x_raw<XT, V>(p, rs.row, col, xr[k]);
     if (p.residual != nullptr) load_residual_raw<V, true>(p, rs.row, col, rr[k]);
     if constexpr (!kLoadsFirst) decode_item(k, col);
   });
   if (has_tail) {
-    load_raw<XT, 1, false>(elem_at(p.x, rs.row, p.x_stride, tail_col, kElemBytes<XT>), xtr);
+    load_x_raw<XT, 1>(p, rs.row, tail_col, xtr);
     if (p.residual != nullptr) load_residual_raw<1, false>(p, rs.row, tail_col, rtr);
   }
   // The weight is read after the reduction (keeping it out of registers); its lines head for L2
@@ -205,11 +212,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
     if (p.residual != nullptr) decode_any(p.res_dtype, rtr, rt);
   }
   if (p.residual != nullptr) {
-#pragma unroll
-    for (int k = 0; k < I; ++k) {
-      const int j = k * rs.nthreads + rs.tid;
-      if (j < nvec) add_residual<V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], r[k]);
-    }
+    each([&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
     if (has_tail) add_residual<1>(p, rs.row, tail_col, vt, rt);
   }
 

@@ -5,6 +5,7 @@
 // as every inlined call is its own instruction on the GPU.
 #pragma once
 #include "device/numeric/convert.h"
+#include "device/numeric/storage.h"  // num::AccessWord
 #include "device/prelude.h"
 #include "device/ptx/ld_st.h"
 #include "tejas/dtype.h"
@@ -13,19 +14,6 @@
 
 namespace tejas::norm {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
-
-template <int Bytes>
-struct ChunkOf;
-template <>
-struct ChunkOf<1> { using type = uint8_t; };
-template <>
-struct ChunkOf<2> { using type = uint16_t; };
-template <>
-struct ChunkOf<4> { using type = uint32_t; };
-template <>
-struct ChunkOf<8> { using type = uint2; };
-template <>
-struct ChunkOf<16> { using type = uint4; };
 
 inline constexpr int kMaxAccessBytes = 16;
 inline constexpr float kF32Max = 3.40282346638528859811704183484516925e38f;  // FLT_MAX
@@ -59,7 +47,8 @@ __device__ __forceinline__ void encode(float f, unsigned char* b) {
   }
 }
 
-// The registers of one N-element access of dtype D as loaded (16-byte pieces if wider).
+// The registers of one N-element access of dtype D as loaded (16-byte pieces if wider); stores
+// go through the same layout.
 // NOTES: a kernel with several accesses in flight loads them all raw first and decodes after:
 // a decode next to its load lands in the load's basic block (the loads sit behind `if (j <
 // nvec)` guards), ptxas keeps it there, and the thread then waits for that load before it
@@ -68,7 +57,7 @@ template <DType D, int N>
 struct RawVec {
   static constexpr int kBytes = N * kElemBytes<D>;
   static constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using Chunk = typename ChunkOf<kPiece>::type;
+  using Chunk = typename num::AccessWord<kPiece>::type;
   Chunk c[kBytes / kPiece];
 };
 
@@ -94,18 +83,15 @@ __device__ __forceinline__ void decode_raw(const RawVec<D, N>& r, float (&f)[N])
 
 template <DType D, int N>
 __device__ __forceinline__ void store_typed(void* p, const float (&f)[N] TEJAS_CALLER_PARAM) {
-  constexpr int kBytes = N * kElemBytes<D>;
-  constexpr int kPiece = kBytes < kMaxAccessBytes ? kBytes : kMaxAccessBytes;
-  using C = typename ChunkOf<kPiece>::type;
-  unsigned char b[kBytes];
+  using R = RawVec<D, N>;
+  unsigned char b[R::kBytes];
 #pragma unroll
   for (int e = 0; e < N; ++e) encode<D>(f[e], b + e * kElemBytes<D>);
+  R r;
+  memcpy(r.c, b, sizeof b);
 #pragma unroll
-  for (int i = 0; i < kBytes / kPiece; ++i) {
-    C c;
-    memcpy(&c, b + i * kPiece, kPiece);
-    ptx::st_global(static_cast<C*>(p) + i, c TEJAS_NESTED_SITE);
-  }
+  for (int i = 0; i < R::kBytes / R::kPiece; ++i)
+    ptx::st_global(static_cast<typename R::Chunk*>(p) + i, r.c[i] TEJAS_NESTED_SITE);
 }
 
 // Runtime-dtype store for the arguments whose dtype is not a template parameter (residual:
