@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <string>
@@ -270,4 +271,44 @@ TEST(Numeric, Ue8m0Encode) {
   EXPECT_EQ(num::f32_to_ue8m0(-3.0f), ref::encode(DType::ue8m0, 3.0));
   EXPECT_EQ(num::f32_to_ue8m0(-std::numeric_limits<float>::infinity()), 0xFE);
   EXPECT_EQ(ref::encode(DType::ue8m0, -3.0), 0x00u);
+}
+
+// e2m1 and ue8m0 are f32 / integer arithmetic where no cvt instruction exists (sm_80, sm_90a,
+// the host; device/numeric/convert.h). Against the CUDA headers' own software conversion (a
+// different algorithm: through double, with branches): every f32 whose low 16 bits are one of a
+// few patterns (all exponents, signs, NaN payloads and the rounding-relevant high mantissa bits),
+// in a second; TEJAS_EXHAUSTIVE=1 runs all 2^32 inputs (about 40 s of CPU; run when the
+// arithmetic changes: 0 mismatches).
+TEST(Numeric, ArithmeticFp4AndUe8m0MatchTheHeaders) {
+  const char* env = std::getenv("TEJAS_EXHAUSTIVE");
+  const bool all = env != nullptr && std::string(env) == "1";
+  const std::vector<uint32_t> lows = {0x0000, 0x0001, 0x3FFF, 0x4000, 0x7FFF, 0x8000, 0x8001, 0xC000, 0xFFFF};
+  int64_t bad = 0, checked = 0;
+  auto one = [&](uint32_t bits) {
+    const float x = std::bit_cast<float>(bits);
+    ++checked;
+    const auto e2 = static_cast<uint8_t>(__nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) & 0xF);
+    const auto ue = static_cast<uint8_t>(__nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundPosInf));
+    if (num::detail::f32_to_e2m1_arith(x) != e2 && ++bad <= kMaxReported) {
+      ADD_FAILURE() << "e2m1 " << describe(x) << ": got " << hex(num::detail::f32_to_e2m1_arith(x)) << " want " << hex(e2);
+    }
+    if (num::detail::f32_to_ue8m0_arith(x) != ue && ++bad <= kMaxReported) {
+      ADD_FAILURE() << "ue8m0 " << describe(x) << ": got " << hex(num::detail::f32_to_ue8m0_arith(x)) << " want " << hex(ue);
+    }
+  };
+  if (all) {
+    for (uint64_t b = 0; b < (uint64_t{1} << 32); ++b) one(static_cast<uint32_t>(b));
+  } else {
+    for (uint32_t hi = 0; hi < (1u << 16); ++hi)
+      for (const uint32_t lo : lows) one((hi << 16) | lo);
+  }
+  EXPECT_EQ(bad, 0) << bad << " of " << checked << " inputs mismatch";
+  for (uint32_t c = 0; c < 16; ++c) {
+    const float want = __half2float(__half(__nv_cvt_fp4_to_halfraw(static_cast<__nv_fp4_storage_t>(c), __NV_E2M1)));
+    EXPECT_TRUE(same_value(num::detail::e2m1_to_f32_arith(static_cast<uint8_t>(c)), want)) << "e2m1 code " << c;
+  }
+  for (uint32_t c = 0; c < 256; ++c) {
+    const float want = __bfloat162float(__nv_bfloat16(__nv_cvt_e8m0_to_bf16raw(static_cast<__nv_fp8_storage_t>(c))));
+    EXPECT_TRUE(same_value(num::detail::ue8m0_to_f32_arith(static_cast<uint8_t>(c)), want)) << "ue8m0 code " << c;
+  }
 }

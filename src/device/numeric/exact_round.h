@@ -35,18 +35,6 @@ inline constexpr float kF32Max = 3.4028234663852886e38f;
 // the final multiply); 8 leaves a wide margin at no cost.
 inline constexpr uint32_t kTieSlackUlps = 8;
 
-// Bit casts usable on host and device (the __float_as_uint intrinsics are device-only in nvcc).
-__host__ __device__ inline uint32_t f32_bits(float v) {
-  uint32_t b;
-  memcpy(&b, &v, sizeof(b));
-  return b;
-}
-__host__ __device__ inline float bits_f32(uint32_t b) {
-  float v;
-  memcpy(&v, &b, sizeof(v));
-  return v;
-}
-
 template <CodeFormat F>
 struct CodeTraits;
 
@@ -88,35 +76,45 @@ struct CodeTraits<CodeFormat::e2m1> {
 template <CodeFormat F>
 __host__ __device__ inline bool near_midpoint(float t) {
   constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
-  constexpr uint32_t kLowMask = (1u << kLowBits) - 1;
-  const uint32_t bits = f32_bits(t) & kF32AbsMask;
-  return ((bits + kTieSlackUlps) & kLowMask) <= 2 * kTieSlackUlps;  // the carry handles binade edges
+  // (bits + slack) mod 2^kLowBits <= 2 slack, with the low bits moved to the top of the word
+  // (sign and exponent shifted out): one multiply-add and one compare. The carry handles binade
+  // edges.
+  constexpr uint32_t kUp = 1u << (32 - kLowBits);
+  return f32_bits(t) * kUp + kTieSlackUlps * kUp <= 2 * kTieSlackUlps * kUp;
 }
 
-// The code of sat_rne(x / D) where D = a * b > 0, given t ~ x / D (within a few ulps) whose code
-// `c` is near a midpoint. `a * mid` must be exact in f32 for every midpoint `mid` of F (a = 1,
-// or a with few significant bits).
+// t ~ x / D moved off a possible midpoint onto the exact quotient's side of it, when t is near
+// one (near_midpoint<F>): t rounded to kMantissaBits + 2 significant bits is the only candidate
+// m (every midpoint of F has at most that many bits, so no other lies within the slack), and
+// the sign of x - m * D, exact in one fma (a * m is exact in f32), says on which side of m the
+// exact quotient lies. The result is m one f32 ulp toward it (m itself on an exact tie), which
+// rounds to the exact quotient's code: no midpoint lies strictly between the two. When m is not
+// a midpoint (a code value, or neither) the nudge changes nothing. Saturation comes out right
+// too (t next to FLT_MAX: m = Inf, m * a = Inf, the nudge goes toward the finite x / D, below m).
+// NOTES: no code is decoded. The first form (resolve_near_tie) decoded the code and its
+// neighbour to find the midpoint and encoded again: inlined for every element of a tile it grew
+// the e2m1 kernels to ~17,000 SASS instructions on sm_90a (docs/kernels/quant_mx.md).
+// t must be finite (+-Inf and NaN round to their own codes: round_quotient skips them).
 template <CodeFormat F>
-__host__ __device__ inline uint8_t resolve_near_tie(float x, float t, uint8_t c, float a, float b) {
-  using T = CodeTraits<F>;
-  const float v = T::decode(c);
-  // Representable t, or saturation: the exact quotient rounds to the same code.
-  if (t == v || !(fabsf(t) < T::kMax)) return c;
-  const bool up = fabsf(t) > fabsf(v);  // the neighbour on t's side has the larger magnitude
-  const auto n = static_cast<uint8_t>(up ? c + 1 : c - 1);  // sign-magnitude: +-1 is +-1 step
-  const float mid = 0.5f * (v + T::decode(n));
-  const float r = fmaf(-(mid * a), b, x);  // sign(x - mid * D): exact
-  if (r == 0.0f) return T::encode(mid);   // a true tie: ties to even
-  const bool beyond = (r > 0.0f) == (mid > 0.0f);  // |x / D| > |mid|
-  return beyond == up ? n : c;
+__host__ __device__ inline float nudge_off_midpoint(float x, float t, float a, float b) {
+  constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
+  constexpr uint32_t kLowMask = (1u << kLowBits) - 1;
+  const uint32_t sign = f32_bits(t) & ~kF32AbsMask;
+  const uint32_t m_bits = ((f32_bits(t) & kF32AbsMask) + (kLowMask >> 1) + 1) & ~kLowMask;  // |m|
+  const float m = bits_f32(m_bits | sign);
+  const float r = fmaf(-(m * a), b, x);  // x - m * D: exact sign (zero only on a true tie)
+  // |x / D| beyond |m| when r and t share a sign (t carries x's sign: D > 0).
+  const bool away = (r > 0.0f) == (sign == 0u);
+  const uint32_t nudged = r == 0.0f ? m_bits : away ? m_bits + 1 : m_bits - 1;
+  return bits_f32(nudged | sign);
 }
 
 // sat_rne(x / D) for D = a * b > 0, given t ~ x / D within a few ulps (e.g. an f32 division).
-// Non-finite x: the code of t (a NaN code for NaN, +-max for +-Inf): resolve_near_tie keeps it.
+// Non-finite x: the code of t (a NaN code for NaN, +-max for +-Inf).
 template <CodeFormat F>
 __host__ __device__ inline uint8_t round_quotient(float x, float t, float a, float b) {
-  const uint8_t c = CodeTraits<F>::encode(t);
-  return near_midpoint<F>(t) ? resolve_near_tie<F>(x, t, c, a, b) : c;
+  const float u = near_midpoint<F>(t) && fabsf(t) <= kF32Max ? nudge_off_midpoint<F>(x, t, a, b) : t;
+  return CodeTraits<F>::encode(u);
 }
 
 // sat_rne(x / D) for D = a * b, with inv ~ 1 / D (a normal f32 number).

@@ -11,6 +11,7 @@ namespace tejas::num {
 struct Bf16 {
   using Raw = uint16_t;
   static constexpr float kMaxFinite = 3.3895313892515355e38f;  // 0x7F7F
+  static constexpr uint32_t kInfBits = 0x7F80;                   // +Inf's code
   static constexpr bool kNarrow = true;                          // narrower than f32
   __host__ __device__ __forceinline__ static float to_f32(Raw r) { return bf16_to_f32(r); }
   __host__ __device__ __forceinline__ static Raw from_f32(float x) { return f32_to_bf16(x); }
@@ -18,6 +19,7 @@ struct Bf16 {
 struct F16 {
   using Raw = uint16_t;
   static constexpr float kMaxFinite = 65504.0f;
+  static constexpr uint32_t kInfBits = 0x7C00;
   static constexpr bool kNarrow = true;
   __host__ __device__ __forceinline__ static float to_f32(Raw r) { return f16_to_f32(r); }
   __host__ __device__ __forceinline__ static Raw from_f32(float x) { return f32_to_f16(x); }
@@ -25,6 +27,7 @@ struct F16 {
 struct F32 {
   using Raw = float;
   static constexpr float kMaxFinite = 3.4028234663852886e38f;  // FLT_MAX
+  static constexpr uint32_t kInfBits = 0x7F800000u;
   static constexpr bool kNarrow = false;
   __host__ __device__ __forceinline__ static float to_f32(Raw r) { return r; }
   __host__ __device__ __forceinline__ static Raw from_f32(float x) { return x; }

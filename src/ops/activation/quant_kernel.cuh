@@ -103,8 +103,13 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     } else if (writes_scale) {
       ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
     }
+    // y * (1 / s): exact for ue8m0 scales (powers of two, 1 / s normal), within ~1.5 f32 ulps of
+    // y / s for f32 scales (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15
+    // tie window of the accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division
+    // per element is ~10 instructions with a slow-path call.
+    const float inv = 1.0f / s;
     for (int i = 0; i < kQuantElems; i += 2) {
-      const uint16_t pair = num::f32x2_to_e4m3x2(y[i] / s, y[i + 1] / s);
+      const uint16_t pair = num::f32x2_to_e4m3x2(y[i] * inv, y[i + 1] * inv);
       codes[i] = static_cast<uint8_t>(pair);
       codes[i + 1] = static_cast<uint8_t>(pair >> 8);
     }
@@ -136,8 +141,12 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
   if (amax != amax) {
     for (int i = 0; i < kBytes; ++i) codes[i] = kE2m1NaNPair;
   } else {
+    // y * (1 / divisor), as in quantize_fp8: exact for MX (a power of two whose inverse is normal:
+    // the scale exponent is clamped at -127 and amax is finite, so 2^-e <= 2^127); within ~1.5
+    // f32 ulps for nvfp4 (tensor_scale in [2^-64, 2^64] keeps 1 / divisor normal).
+    const float inv = divisor == 0.0f ? 0.0f : 1.0f / divisor;
     for (int i = 0; i < kBytes; ++i)
-      codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] / divisor, y[2 * i + 1] / divisor);
+      codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] * inv, y[2 * i + 1] * inv);
   }
   if (writes_scale) ptx::st_global(scale_slot, scale_code TEJAS_NESTED_SITE);
   store_codes<kBytes, kVec>(q, codes TEJAS_NESTED_SITE);

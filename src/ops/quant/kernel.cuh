@@ -164,11 +164,84 @@ struct GroupAt {
 };
 
 // ---- quantization, vectorized: a group in registers across lanes_per_group lanes ---------------
-template <class X, CodeFormat F>
-__global__ void __launch_bounds__(kThreads) quant_vec_kernel(QuantParams p) {
+// Absolute-value bits of x's elements, compared as unsigned integers: the order of |x| for
+// non-negative floats, with +Inf above every finite value and NaN above +Inf. A group's amax and
+// its NaN / Inf flags come from one integer maximum (and one shuffle per level).
+template <class X>
+struct AbsBits {
+  static constexpr bool kPacked = sizeof(typename X::Raw) == 2;  // two elements per 32-bit word
+  // The largest abs bits of the 4 words of a 16-byte chunk: packed formats keep the low and high
+  // halves apart (the high half in place) and merge them at the end (merge()).
+  static constexpr uint32_t kLowMask = kPacked ? 0x7FFFu : kF32AbsMask;
+  static constexpr uint32_t kHighMask = 0x7FFF0000u;
+  static constexpr uint32_t kInf = X::kInfBits;
+  __device__ __forceinline__ static uint32_t umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+  __device__ __forceinline__ static void add(uint32_t w, uint32_t& lo, uint32_t& hi) {
+    lo = umax(lo, w & kLowMask);
+    if constexpr (kPacked) hi = umax(hi, w & kHighMask);
+  }
+  __device__ __forceinline__ static uint32_t merge(uint32_t lo, uint32_t hi) {
+    if constexpr (kPacked) return umax(lo, hi >> 16);
+    else return lo;
+  }
+  // amax as f32 from the merged bits (not NaN): +Inf counts as x's largest finite value.
+  __device__ __forceinline__ static float amax(uint32_t bits) {
+    if (bits >= kInf) return X::kMaxFinite;
+    if constexpr (kPacked) return X::to_f32(static_cast<typename X::Raw>(bits));
+    else return __uint_as_float(bits);
+  }
+};
+
+// Two elements' codes (e4m3: 16 bits, element 0 in the low byte; e2m1: 8 bits, element 0 in the
+// low nibble); neither is NaN.
+template <CodeFormat F>
+__device__ __forceinline__ uint32_t encode_pair(float lo, float hi) {
+  if constexpr (F == CodeFormat::e4m3) return num::f32x2_to_e4m3x2(lo, hi);
+  else return num::f32x2_to_e2m1x2_not_nan(lo, hi);
+}
+
+// +-Inf elements of a 16-byte chunk replaced by +-x's largest finite value, whose bits are Inf's
+// minus one in each format (0x7F80 -> 0x7F7F, 0x7C00 -> 0x7BFF, 0x7F800000 -> FLT_MAX).
+template <class X>
+__device__ __forceinline__ uint32_t clamp_inf_word(uint32_t w) {
+  using Abs = AbsBits<X>;
+  if constexpr (Abs::kPacked) {
+    if ((w & Abs::kLowMask) == Abs::kInf) w -= 1u;
+    if ((w & Abs::kHighMask) == Abs::kInf << 16) w -= 1u << 16;
+  } else if ((w & Abs::kLowMask) == Abs::kInf) {
+    w -= 1u;
+  }
+  return w;
+}
+
+// Version 4: one kernel per scale rule (R), the amax from integer bits, codes encoded in pairs
+// with no per-element branch: NaN and all-zero groups replace whole code words, a group holding
+// +-Inf clamps its raw chunks first, and for the non-power-of-two divisors (fp8_f32, nvfp4) one
+// branch per chunk, taken when some x * (1 / D) lies near a code midpoint (~1 in 10^4 chunks of
+// random data), moves those values off it (num::nudge_off_midpoint) before encoding.
+// Blocks of the vectorized quant kernels resident per SM, which caps their registers (launch
+// bounds): 4 x 256 threads at <= 64 registers. NOTES: without the cap the nvfp4 kernels took 63-67
+// registers on sm_90a (3 blocks: a quarter fewer loads in flight); on sm_80 the cap of 64 spilled 4
+// bytes in the bf16 / f16 nvfp4 kernels, so the fallback architecture keeps 3.
+inline constexpr int kQuantBlocksPerSm = TEJAS_ARCH == 0 || TEJAS_ARCH >= 900 ? 4 : 3;
+
+template <class X, CodeFormat F, ScaleRule R>
+__global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
+  using Abs = AbsBits<X>;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
+  using CodeWord = typename num::AccessWord<kCodeBytes>::type;
+  constexpr int kPairBits = F == CodeFormat::e4m3 ? 16 : 8;
+  // 32-bit words of codes per chunk (2 for bf16 / f16 e4m3, else 1: f32 e2m1 fills half of one).
+  constexpr int kCodeWords = kCodeBytes >= 4 ? kCodeBytes / 4 : 1;
+  constexpr int kPairsPerWord = kVec / 2 / kCodeWords;
+  constexpr uint32_t kNaNWord = F == CodeFormat::e4m3 ? 0x7F7F7F7Fu : 0x77777777u;
+  // MX scales saturate x's largest finite value already; the other rules see +-Inf as it.
+  constexpr bool kClampInf = R != ScaleRule::mx;
+  // Divisors that are not powers of two: x * (1 / D) is not exact (num::round_quotient).
+  constexpr bool kInexact = R == ScaleRule::fp8_f32 || R == ScaleRule::nvfp4;
+  static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
   const int seg = lane / L, sub = lane % L;
@@ -204,8 +277,8 @@ TEJAS_QUANT_UNROLL
     // move to a uniform register made every thread wait for it before its first x load (SASS,
     // sm_90a): one more DRAM trip at the head of every nvfp4 quant chain. ptx::mov_opaque did not
     // keep ptxas from hoisting that move.
-    const float ts = load_tensor_scale(p.tensor_scale);
-    const float inv_6ts = inverse_6ts(ts);
+    const float ts = R == ScaleRule::nvfp4 ? load_tensor_scale(p.tensor_scale) : 1.0f;
+    const float inv_6ts = R == ScaleRule::nvfp4 ? inverse_6ts(ts) : 1.0f;
     at = GroupAt{g0 / groups_per_row, g0 % groups_per_row};
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
@@ -220,39 +293,67 @@ TEJAS_QUANT_UNROLL
       // This tile's chunks are raw[tile, tile + chunks): with steps > 1 a tile has one chunk
       // (config.cpp), so only tile 0 needs code for more.
       constexpr int kTileChunks = tile == 0 ? kMaxChunks : 1;
-      float amax = 0.0f;
-      int nan = 0;
+      uint32_t lo = 0, hi = 0;  // abs bits (idle segments and chunks: 0)
       dev::static_for<kTileChunks>([&](auto c_c) {
         constexpr int c = decltype(c_c)::value;
-        if (!active || c >= p.chunks) return;
-        S e[kVec];
-        memcpy(e, &raw[tile + c], sizeof(e));
-TEJAS_QUANT_UNROLL
-        for (int i = 0; i < kVec; ++i) {
-          const float v = load_finite<X>(e[i]);
-          nan |= is_nan(v);
-          amax = fmaxf(amax, fabsf(v));  // fmaxf skips NaN; `nan` records it
-        }
+        if (c >= p.chunks) return;
+        const uint4 w = raw[tile + c];
+        Abs::add(w.x, lo, hi);
+        Abs::add(w.y, lo, hi);
+        Abs::add(w.z, lo, hi);
+        Abs::add(w.w, lo, hi);
       });
-      for (int off = L / 2; off > 0; off >>= 1) {
-        amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
-        nan |= __shfl_xor_sync(kFullMask, nan, off);
-      }
+      uint32_t bits = Abs::merge(lo, hi);
+      for (int off = L / 2; off > 0; off >>= 1) bits = Abs::umax(bits, __shfl_xor_sync(kFullMask, bits, off));
       if (!active) return;
-      const GroupScale gs = group_scale<F>(p.rule, amax, nan != 0, ts, inv_6ts);
-      if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, p.rule, gs.bits);
+      const bool nan = bits > Abs::kInf;
+      GroupScale gs = group_scale<F>(R, Abs::amax(bits), nan, ts, inv_6ts);
+      if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, R, gs.bits);
+      if (gs.zero) gs.inv = 0.0f;  // nvfp4 block scale 0: codes +0 (replaced below), no Inf * 0
+      if constexpr (kClampInf) {
+        if (bits == Abs::kInf) {  // the group's largest element is +-Inf (rare: a branch)
+          dev::static_for<kTileChunks>([&](auto c_c) {
+            constexpr int c = decltype(c_c)::value;
+            uint4& w = raw[tile + c];
+            w = make_uint4(clamp_inf_word<X>(w.x), clamp_inf_word<X>(w.y), clamp_inf_word<X>(w.z),
+                           clamp_inf_word<X>(w.w));
+          });
+        }
+      }
       uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
       dev::static_for<kTileChunks>([&](auto c_c) {
         constexpr int c = decltype(c_c)::value;
         if (c >= p.chunks) return;
         S e[kVec];
         memcpy(e, &raw[tile + c], sizeof(e));
-        uint8_t codes[kVec];
+        float t[kVec];
+        [[maybe_unused]] bool near = false;
 TEJAS_QUANT_UNROLL
-        for (int i = 0; i < kVec; ++i) codes[i] = code_of<F>(load_finite<X>(e[i]), gs);
-        Bytes<kCodeBytes> packed;
-        pack_codes<F>(codes, packed.b);
-        ptx::st_global_cs(reinterpret_cast<Bytes<kCodeBytes>*>(qg + (c * L + sub) * kCodeBytes), packed);
+        for (int i = 0; i < kVec; ++i) {
+          t[i] = X::to_f32(e[i]) * gs.inv;  // exact for power-of-two scales
+          if constexpr (kInexact) near |= near_midpoint<F>(t[i]);
+        }
+        if constexpr (kInexact) {
+          if (near) {  // rare: a branch around the whole chunk
+TEJAS_QUANT_UNROLL
+            for (int i = 0; i < kVec; ++i)
+              if (near_midpoint<F>(t[i])) t[i] = nudge_off_midpoint<F>(X::to_f32(e[i]), t[i], gs.a, gs.b);
+          }
+        }
+        uint32_t words[kCodeWords];
+TEJAS_QUANT_UNROLL
+        for (int wi = 0; wi < kCodeWords; ++wi) {
+          uint32_t word = 0;
+TEJAS_QUANT_UNROLL
+          for (int pi = 0; pi < kPairsPerWord; ++pi) {
+            const int i = (wi * kPairsPerWord + pi) * 2;
+            word |= encode_pair<F>(t[i], t[i + 1]) << (kPairBits * pi);
+          }
+          words[wi] = gs.nan ? kNaNWord : gs.zero ? 0u : word;
+        }
+        CodeWord packed;
+        memcpy(&packed, words, sizeof(packed));
+        ptx::st_global_cs(reinterpret_cast<CodeWord*>(qg + (c * L + sub) * kCodeBytes), packed);
       });
     });
   }

@@ -1,6 +1,7 @@
 // The curated kernel instantiations (storage dtype x code format x path) and the choice among
 // them; included by launch.cu (nvcc) and launch_emu.cpp (emulator), so both backends run the
-// same set. Scale rules and scale dtypes are runtime parameters (one branch per group).
+// same set. The vectorized quantization kernels are one per scale rule (the rule fixes the code
+// format); the generic ones and dequantization take the rule / scale dtype at run time.
 #pragma once
 #include <cstdint>
 #include "ops/quant/kernel.cuh"
@@ -15,17 +16,24 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, bool vectorized) {
-  if (f == CodeFormat::e4m3)
-    return vectorized ? quant_vec_kernel<X, CodeFormat::e4m3> : quant_generic_kernel<X, CodeFormat::e4m3>;
-  return vectorized ? quant_vec_kernel<X, CodeFormat::e2m1> : quant_generic_kernel<X, CodeFormat::e2m1>;
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized) {
+  using enum CodeFormat;
+  if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
+  if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
+                                                 : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
+  switch (rule) {
+    case ScaleRule::fp8_f32: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
+    case ScaleRule::fp8_ue8m0: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_ue8m0>;
+    default: return quant_vec_kernel<X, e4m3, ScaleRule::mx>;
+  }
 }
 
-inline QuantKernel select_quant_kernel(DType x, CodeFormat f, bool vectorized) {
+// e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
+inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, vectorized);
-    case DType::f16: return quant_kernel_for<F16>(f, vectorized);
-    default: return quant_kernel_for<F32>(f, vectorized);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized);
+    default: return quant_kernel_for<F32>(f, rule, vectorized);
   }
 }
 
@@ -47,11 +55,11 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
 // Launch i of a plan, and the kernel its config picks: quant and dequant alike.
 inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_launch(plan, i); }
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
-inline QuantKernel kernel_of(const QuantPlan& plan, const QuantConfig& c) {
-  return select_quant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
+inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
+  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized);
 }
-inline DequantKernel kernel_of(const DequantPlan& plan, const DequantConfig& c) {
-  return select_dequant_kernel(plan.t.data->dtype, plan.code, c.vectorized);
+inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
+  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized);
 }
 
 // The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to
@@ -60,7 +68,7 @@ template <class Plan, class Launch>
 Status for_each_launch(const Plan& plan, const Launch& launch) {
   for (int64_t i = 0; i < plan.num_launches; ++i) {
     const auto l = launch_at(plan, i);
-    TEJAS_RETURN_IF_ERROR(launch(kernel_of(plan, l.config), l));
+    TEJAS_RETURN_IF_ERROR(launch(kernel_of(plan, l), l));
   }
   return Status::Ok();
 }

@@ -25,7 +25,7 @@ using num::kF32Max;
 using num::kTieSlackUlps;
 using num::near_midpoint;
 using num::quantize_exact;
-using num::resolve_near_tie;
+using num::nudge_off_midpoint;
 
 // 2^k as f32 for -126 <= k <= 127 (normal range).
 __host__ __device__ inline float pow2f(int k) {

@@ -30,6 +30,11 @@ using num::F32;
 
 namespace impl {
 
+inline constexpr float kF32MinNormal = 1.17549435e-38f;       // 2^-126
+inline constexpr float kF32MaxFinite = 3.4028234663852886e38f;
+inline constexpr float kTwoTo64 = 18446744073709551616.0f;     // 2^64
+inline constexpr float kTwoToMinus64 = 5.42101086242752217e-20f;  // 2^-64
+
 // N contiguous elements through accesses of min(N * sizeof(E), 16) bytes; kNc: through the
 // read-only path (inputs nobody writes during the launch). The helpers below take their caller's
 // site (TEJAS_CALLER_PARAM, device/prelude.h) and pass it on: under emulation every call of a
@@ -94,8 +99,31 @@ __device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size
   return (slot / block_size) * blk_stride + (slot % block_size) * slot_stride + h * head_stride;
 }
 
+// fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
+// it). t = (x * a) * b with a * b = 1 / sc: a = 1 / sc and b = 1 where that reciprocal is a normal
+// f32 number, else a = 1 / (sc * 2^-+64) and b = 2^-+64 (both factors exact powers of two), so t
+// lies within ~1.5 f32 ulps of x / sc (or is far below every code midpoint, or saturates);
+// num::round_quotient resolves t near a midpoint from the exact residual. NOTES: an f32 division
+// per element, as before, is ~10 instructions with a slow-path call, and both formats' code was
+// inlined per element under a run-time kv_kind test; a second, dividing loop for extreme scales
+// instead of b grew the VEC 8 kernels by 1,900 SASS instructions.
+template <num::CodeFormat F, class S, int N>
+__device__ __forceinline__ void cache_codes(const typename S::Raw* vals, float sc, uint8_t (&codes)[N]) {
+  float a = 1.0f / sc, b = 1.0f;
+  if (!(a >= kF32MinNormal && a <= kF32MaxFinite)) {  // sc beyond ~2^+-126 (uniform: one branch)
+    const bool big = sc > 1.0f;
+    b = big ? kTwoToMinus64 : kTwoTo64;
+    a = 1.0f / (sc * b);
+  }
+  #pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const float x = S::to_f32(vals[j]);
+    codes[j] = num::round_quotient<F>(x, (x * a) * b, 1.0f, sc);
+  }
+}
+
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
-// value / scale otherwise (f32 division, then one RNE + satfinite rounding).
+// value / scale otherwise (cache_codes).
 template <class S, int N>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float* scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
@@ -105,14 +133,8 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   }
   const float sc = ptx::ld_global_nc(scale TEJAS_NESTED_SITE);
   uint8_t codes[N];
-  // sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round it): the f32 quotient
-  // is rounded once more only when it lies near a code midpoint, from the exact residual.
-  #pragma unroll
-  for (int j = 0; j < N; ++j) {
-    const float x = S::to_f32(vals[j]);
-    codes[j] = p.kv_kind == KvKind::e4m3 ? num::round_quotient<num::CodeFormat::e4m3>(x, x / sc, 1.0f, sc)
-                                         : num::round_quotient<num::CodeFormat::e5m2>(x, x / sc, 1.0f, sc);
-  }
+  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N>(vals, sc, codes);
+  else cache_codes<num::CodeFormat::e5m2, S, N>(vals, sc, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 

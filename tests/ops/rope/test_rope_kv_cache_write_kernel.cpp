@@ -189,6 +189,34 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
   }
 }
 
+// Scales whose reciprocal is not a normal f32 number (a subnormal scale, and scales near 2^+-127,
+// 3e38): the kernel multiplies by 1 / (scale * 2^-+64) and then by 2^-+64. Values scale * r, r
+// spread over the code range and beyond (saturation), in bf16 (whose range covers these scales:
+// subnormal values for the subnormal scale); every code must be the exact quotient's.
+TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType qt : {DType::bf16}) {
+    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+      for (float scale : {1e-39f, 4.1e-39f, 8.5e-39f, 1.2e38f, 3e38f, 3.4e38f}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " scale " << scale);
+        constexpr int64_t T = 8, Hk = 2, D = 8;
+        const KvShape s{T, 1, Hk, D, D, T, 1};
+        KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+        const double top = cache_dt == DType::e4m3 ? 600.0 : 70000.0;
+        for (int64_t i = 0; i < b.k.numel(); ++i) {
+          b.k.set_flat(i, static_cast<double>(scale) * rng.uniform(-top, top));
+          b.v.set_flat(i, static_cast<double>(scale) * std::ldexp(rng.uniform(-1.0, 1.0), static_cast<int>(rng.randint(-12, 16))));
+        }
+        for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
+        TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                            RopeStyle::neox, b.slots, b.paged()));
+        check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+        check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      }
+    }
+  }
+}
+
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
 TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   TEJAS_SEEDED_TEST_RNG();
