@@ -105,6 +105,7 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"bench", "--time-limit", "-3"}, "--time-limit"},
       {{"bench", "--time-limit", "10s"}, "--time-limit"},
       {{"bench", "--time-limit", "1e9"}, "--time-limit"},
+      {{"bench", "--suite", "quant", "--filter", "no such row"}, "--filter"},
       {{"roofline", "--gpu", "v100"}, "--gpu"},
       {{"info", "--verbose"}, "--verbose"},
   };
@@ -177,6 +178,24 @@ TEST(Cli, BenchTimeLimitKeepsTheReport) {
   const Result none = tejas_cmd({"bench", "--suite", "norm", "--model", "llama-3.1-8b", "--time-limit", "86400"});
   EXPECT_EQ(none.code, 0);
   EXPECT_FALSE(has(none.out, "--time-limit reached")) << none.out;
+}
+
+// --filter keeps the rows whose "op model shape" contains the text; --no-check skips the validation
+// (tools/gpu-check's profile step runs one row under ncu this way).
+TEST(Cli, BenchFilterAndNoCheckRunOneRow) {
+  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const std::string row = "quant_mx deepseek-v3 M=16384 K=7168 bf16 nvfp4";
+  const Result r = tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row, "--no-check"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "quant_mx | deepseek-v3 M=16384 K=7168 bf16 nvfp4 | - | ")) << r.out;
+  EXPECT_FALSE(has(r.out, "bf16 mxfp8")) << r.out;
+  EXPECT_FALSE(has(r.out, "quant_fp8_group |")) << r.out;
+  EXPECT_TRUE(has(r.out, "kernel checks: skipped (--no-check)")) << r.out;
+  EXPECT_TRUE(has(r.err, "[bench] quant: 1 rows")) << r.err;
+  // Without --no-check the filtered row's kernel is still validated (emulator, no GPU).
+  const Result checked = tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row});
+  EXPECT_EQ(checked.code, 0) << checked.err;
+  EXPECT_TRUE(has(checked.out, "kernel checks (emulator")) << checked.out;
 }
 
 TEST(Cli, BenchWithoutGpuShowsFloorsOnly) {

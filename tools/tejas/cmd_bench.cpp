@@ -17,7 +17,7 @@ namespace tejas::cli {
 namespace {
 constexpr const char* kHelp =
     "usage: tejas bench [--suite NAME[,NAME]|all] [--model NAME[,NAME]|all] [--json FILE] [--markdown FILE]\n"
-    "                   [--gpu h100|h200|b200] [--iters N] [--time-limit S]\n"
+    "                   [--gpu h100|h200|b200] [--iters N] [--time-limit S] [--filter TEXT] [--no-check]\n"
     "\n"
     "Suites: norm, rope, activation, quant, attention (decode), memcpy (the copy ceiling), gemm\n"
     "(cuBLASLt baselines: bf16, fp8 per-tensor, fp8 1x128/128x128 block-scaled; MXFP8 and NVFP4\n"
@@ -36,7 +36,11 @@ constexpr const char* kHelp =
     "printed that was not measured) and each kernel is validated through the emulator.\n"
     "--time-limit S: once S seconds have passed, the remaining rows are not run (status \"not\n"
     "measured: --time-limit reached\"); the report is still written, so a bounded run keeps what\n"
-    "it measured.\n";
+    "it measured.\n"
+    "--filter TEXT: only the rows whose \"op model shape\" contains TEXT (e.g. \"quant_mx deepseek-v3\n"
+    "M=16384 K=7168 bf16 nvfp4\"); --no-check: time without validating the kernels first (for a\n"
+    "profiler: the first launch of the row's kernel is then its first warm-up run; tools/gpu-check's\n"
+    "profile step). Both are for single-row runs; the default runs check everything.\n";
 
 const std::vector<FlagSpec> kFlags = {
     {"suite", "NAME", "suites to run (comma-separated, or all; default all)"},
@@ -46,6 +50,8 @@ const std::vector<FlagSpec> kFlags = {
     {"gpu", "NAME", "ceilings for the floors: h100, h200 or b200 (default: the GPU present, else h200)"},
     {"iters", "N", "timed runs per row (default 30)"},
     {"time-limit", "S", "stop running rows after S seconds (default: none); the report keeps the rest as not measured"},
+    {"filter", "TEXT", "only rows whose \"op model shape\" contains TEXT (default: every row)"},
+    {"no-check", "", "skip the kernel checks before timing"},
 };
 constexpr uint64_t kDefaultIters = 30;
 constexpr uint64_t kMaxIters = 100000;
@@ -171,11 +177,24 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   check_options.backend = dev.present ? Backend::cuda : Backend::emulator;
   std::map<std::string, OpVerdict> verdicts;
   bool any_error = false;
+  const bool filtered = flags.has("filter");
+  const std::string filter = flags.get("filter", "");
+  const bool no_check = flags.has("no-check");
+  size_t matched = 0;
   for (const std::string& suite : suites) {
     std::vector<bench::Workload> rows = bench::suite_workloads(suite, models);
+    if (filtered) {
+      // The row as printed: "op | model shape" -> "op model shape".
+      std::erase_if(rows, [&](const bench::Workload& w) {
+        const std::string text = w.op + " " + (w.model.empty() ? "" : w.model + " ") + w.shape;
+        return text.find(filter) == std::string::npos;
+      });
+      matched += rows.size();
+    }
     err << "[bench] " << suite << ": " << rows.size() << " rows\n";
     // Validate each kernel once (reduced sizes) before any timing.
     for (const auto& w : rows) {
+      if (no_check) break;
       if (w.check_op.empty() || verdicts.count(w.check_op) || out_of_time()) continue;
       const check::OpCheck* c = check::find_op_check(w.check_op);
       if (!c) continue;
@@ -188,7 +207,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     for (auto& w : rows) {
       Row r = make_row(w.suite, w.op, w.model, w.shape, w.cost, report.ceilings);
       r.baseline = w.baseline;
-      const OpVerdict* v = w.check_op.empty() ? nullptr : &verdicts[w.check_op];
+      const OpVerdict* v = w.check_op.empty() || no_check ? nullptr : &verdicts[w.check_op];
       if (out_of_time()) {
         r.status = "not measured: --time-limit reached";
         ++cut_rows;
@@ -213,14 +232,20 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
   }
 
+  if (filtered && matched == 0)
+    return usage_error("bench", "--filter: no row's \"op model shape\" contains '" + filter + "' in the suites and models chosen", err);
   print_rows(out, report.rows);
   if (cut_rows > 0) {
     out << "--time-limit " << time_limit_s << " s reached: " << cut_rows << " of " << report.rows.size()
         << " rows not run\n";
   }
   const CheckCounts cc = count_checks(report.checks);
-  out << "kernel checks (" << report.check_backend << ", " << check::seed_note(report.seed) << "): " << cc.pass
-      << " pass, " << cc.fail << " FAIL, " << cc.unsupported << " unsupported\n";
+  if (no_check) {
+    out << "kernel checks: skipped (--no-check)\n";
+  } else {
+    out << "kernel checks (" << report.check_backend << ", " << check::seed_note(report.seed) << "): " << cc.pass
+        << " pass, " << cc.fail << " FAIL, " << cc.unsupported << " unsupported\n";
+  }
   std::string error;
   if (flags.has("json") && !write_file(flags.get("json"), to_json(report), &error)) {
     err << "tejas bench: --json: " << error << "\n";
