@@ -6,12 +6,16 @@
 //   division) within a few f32 ulps. Its code can differ from the code of the exact quotient
 //   only when t lies within those ulps of a rounding midpoint of the code format. Midpoints have
 //   at most mantissa_bits + 2 significant bits, so that case is found from t's low mantissa bits
-//   (about 1 in 30000 random values for e4m3, fewer for e2m1) and then decided exactly by the
-//   sign of the residual x - mid * D, computed in one fma.
+//   (near_midpoint: 1 in ~67000 log-uniform values for e4m3, 1 in ~180000 for e2m1; far more
+//   often on bf16 data, whose few significant bits make exact ties common) and then decided
+//   exactly by the sign of the residual x - mid * D, computed in one fma.
 // - A float64 reference rounds x / D to double first; its result is never a false midpoint
 //   (x has 24 bits and D at most 28, so a non-tie lies at least 2^-32 from a midpoint, relative).
-// Known limit: a residual below the f32 subnormal range (|x| < ~2^-100, with tiny divisors)
-// reads as an exact tie; no realistic data gets there.
+// The residual must stay in the f32 normal range, or an underflow to 0 reads as an exact tie:
+// it is a multiple of the smaller of x's and mid * D's ulps, so divisors above ~2^-100 are safe
+// for bf16 / f16 / f32 x (quant_fp8_group's f32 scales are >= ~2^-42, nvfp4's >= 2^-73). A
+// caller with smaller divisors passes x * 2^k and b * 2^k (rope_kv_cache_write: k = 64 for
+// scales below 2^-64): the residual's sign is the same.
 // Users: the quantization kernels (src/ops/quant/quant_math.h builds its scale rules on this)
 // and rope_kv_cache_write's fp8 cache stores.
 #pragma once
@@ -45,6 +49,7 @@ struct CodeTraits<CodeFormat::e4m3> {
   static constexpr uint8_t kSign = 0x80;
   static constexpr uint8_t kNaN = 0x7F;
   static constexpr int kEmax = 8;  // floor(log2(448)): OCP emax_elem
+  static constexpr uint32_t kMinNormalBits = 0x3C800000u;  // 2^-6
   __host__ __device__ static uint8_t encode(float v) { return f32_to_e4m3(v); }
   __host__ __device__ static float decode(uint8_t c) { return e4m3_to_f32(c); }
 };
@@ -56,6 +61,7 @@ struct CodeTraits<CodeFormat::e5m2> {
   static constexpr uint8_t kSign = 0x80;
   static constexpr uint8_t kNaN = 0x7F;
   static constexpr int kEmax = 15;  // floor(log2(57344))
+  static constexpr uint32_t kMinNormalBits = 0x38800000u;  // 2^-14
   __host__ __device__ static uint8_t encode(float v) { return f32_to_e5m2(v); }
   __host__ __device__ static float decode(uint8_t c) { return e5m2_to_f32(c); }
 };
@@ -67,20 +73,33 @@ struct CodeTraits<CodeFormat::e2m1> {
   static constexpr uint8_t kSign = 0x8;
   static constexpr uint8_t kNaN = 0x7;  // +6: e2m1 has no NaN (the NaN scale marks the block)
   static constexpr int kEmax = 2;       // floor(log2(6))
+  static constexpr uint32_t kMinNormalBits = 0x3F800000u;  // 1.0
   __host__ __device__ static uint8_t encode(float v) { return f32_to_e2m1(v); }
   __host__ __device__ static float decode(uint8_t c) { return e2m1_to_f32(c); }
 };
 
-// Could t be within kTieSlackUlps of a rounding midpoint of F? Midpoints have at most
-// kMantissaBits + 2 significant bits: the f32 mantissa bits below that are all zero.
+// Could t be within kTieSlackUlps of a rounding midpoint of F? In F's normal range a midpoint
+// has kMantissaBits + 2 significant bits, the last one set: in t's bits an odd multiple of
+// 2^kLowBits. Below F's smallest normal value midpoints have fewer bits: there any nonzero t
+// whose bits below 2^kLowBits are near zero counts. Code values (448 for the largest element of
+// an fp8 group, 0, 6, ...) are not midpoints and do not count, so the correction's branch stays
+// rare on real data. Each test is one multiply-add (the bits kept moved to the top of the word,
+// sign and exponent shifted out) and one compare; the carry handles binade edges.
+// NOTES: the first form took every t with low bits near zero: the largest element of each fp8
+// group (t ~ 448) and every zero qualified, so the chunk's correction branch ran for nearly every
+// chunk of quant_fp8_group.
 template <CodeFormat F>
 __host__ __device__ inline bool near_midpoint(float t) {
   constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
-  // (bits + slack) mod 2^kLowBits <= 2 slack, with the low bits moved to the top of the word
-  // (sign and exponent shifted out): one multiply-add and one compare. The carry handles binade
-  // edges.
-  constexpr uint32_t kUp = 1u << (32 - kLowBits);
-  return f32_bits(t) * kUp + kTieSlackUlps * kUp <= 2 * kTieSlackUlps * kUp;
+  constexpr uint32_t kUpOdd = 1u << (31 - kLowBits);  // keeps kLowBits + 1 bits
+  constexpr uint32_t kUp = 1u << (32 - kLowBits);     // keeps kLowBits bits
+  const uint32_t bits = f32_bits(t);
+  // (bits - 2^kLowBits + slack) mod 2^(kLowBits + 1) <= 2 slack.
+  const bool odd_near = bits * kUpOdd + ((1u << kLowBits) + kTieSlackUlps) * kUpOdd <= 2 * kTieSlackUlps * kUpOdd;
+  // 0 < |t| < F's smallest normal, and (bits + slack) mod 2^kLowBits <= 2 slack.
+  const bool small = bits * 2u - 2u < CodeTraits<F>::kMinNormalBits * 2u - 2u;  // sign shifted out
+  const bool low_near = bits * kUp + kTieSlackUlps * kUp <= 2 * kTieSlackUlps * kUp;
+  return odd_near || (small && low_near);
 }
 
 // t ~ x / D moved off a possible midpoint onto the exact quotient's side of it, when t is near
@@ -94,7 +113,8 @@ __host__ __device__ inline bool near_midpoint(float t) {
 // NOTES: no code is decoded. The first form (resolve_near_tie) decoded the code and its
 // neighbour to find the midpoint and encoded again: inlined for every element of a tile it grew
 // the e2m1 kernels to ~17,000 SASS instructions on sm_90a (docs/kernels/quant_mx.md).
-// t must be finite (+-Inf and NaN round to their own codes: round_quotient skips them).
+// t must not be NaN; t = +-Inf needs a finite x (x = +-Inf would make the residual NaN:
+// round_quotient skips non-finite t).
 template <CodeFormat F>
 __host__ __device__ inline float nudge_off_midpoint(float x, float t, float a, float b) {
   constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;

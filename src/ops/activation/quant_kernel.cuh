@@ -103,10 +103,11 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     } else if (writes_scale) {
       ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
     }
-    // y * (1 / s): exact for ue8m0 scales (powers of two, 1 / s normal), within ~1.5 f32 ulps of
-    // y / s for f32 scales (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15
-    // tie window of the accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division
-    // per element is ~10 instructions with a slow-path call.
+    // y * (1 / s): exact for ue8m0 scales (powers of two: 1 / s is exact, a subnormal 2^-127 only
+    // for s = 2^127, where y * 2^-127 rounds as y / 2^127 does), within ~1.5 f32 ulps of y / s
+    // for f32 scales (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15 tie
+    // window of the accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division per
+    // element is ~10 instructions with a slow-path call.
     const float inv = 1.0f / s;
     for (int i = 0; i < kQuantElems; i += 2) {
       const uint16_t pair = num::f32x2_to_e4m3x2(y[i] * inv, y[i + 1] * inv);
@@ -141,9 +142,9 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
   if (amax != amax) {
     for (int i = 0; i < kBytes; ++i) codes[i] = kE2m1NaNPair;
   } else {
-    // y * (1 / divisor), as in quantize_fp8: exact for MX (a power of two whose inverse is normal:
-    // the scale exponent is clamped at -127 and amax is finite, so 2^-e <= 2^127); within ~1.5
-    // f32 ulps for nvfp4 (tensor_scale in [2^-64, 2^64] keeps 1 / divisor normal).
+    // y * (1 / divisor), as in quantize_fp8: exact for MX (a power of two 2^e, e in [-127, 125]
+    // with y saturated to x's largest finite value, whose inverse is normal); within ~1.5 f32 ulps
+    // for nvfp4 (tensor_scale in [2^-64, 2^64] keeps 1 / divisor normal).
     const float inv = divisor == 0.0f ? 0.0f : 1.0f / divisor;
     for (int i = 0; i < kBytes; ++i)
       codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] * inv, y[2 * i + 1] * inv);

@@ -101,24 +101,29 @@ __device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size
 
 // fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
 // it). t = (x * a) * b with a * b = 1 / sc: a = 1 / sc and b = 1 where that reciprocal is a normal
-// f32 number, else a = 1 / (sc * 2^-+64) and b = 2^-+64 (both factors exact powers of two), so t
-// lies within ~1.5 f32 ulps of x / sc (or is far below every code midpoint, or saturates);
-// num::round_quotient resolves t near a midpoint from the exact residual. NOTES: an f32 division
-// per element, as before, is ~10 instructions with a slow-path call, and both formats' code was
-// inlined per element under a run-time kv_kind test; a second, dividing loop for extreme scales
-// instead of b grew the VEC 8 kernels by 1,900 SASS instructions.
+// f32 number (sc within ~[2^-128, 2^126]); else b = 2^-64 (sc above) or 2^64 (sc below) and
+// a = 1 / (sc * b), so t lies within ~1.5 f32 ulps of x / sc (or is far below every code
+// midpoint, or saturates). num::round_quotient resolves t near a code midpoint from the exact
+// residual x - m * sc; below sc = 2^-64 it is computed 2^64 larger (x * 2^64 and sc * 2^64, both
+// exact), since it could otherwise fall below the f32 subnormals and read as a tie
+// (exact_round.h). NOTES: an f32 division per element, as before, is ~10 instructions with a
+// slow-path call, and both formats' code was inlined per element under a run-time kv_kind test;
+// a second, dividing loop for extreme scales instead of b grew the VEC 8 kernels by 1,900 SASS
+// instructions. Before the 2^64 residual scale, scales near 2^-127 (e.g. f32 bits 0x003C3C3C)
+// wrote the code below the exact quotient's for a few values just above a midpoint.
 template <num::CodeFormat F, class S, int N>
 __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, float sc, uint8_t (&codes)[N]) {
   float a = 1.0f / sc, b = 1.0f;
-  if (!(a >= kF32MinNormal && a <= kF32MaxFinite)) {  // sc beyond ~2^+-126 (uniform: one branch)
-    const bool big = sc > 1.0f;
-    b = big ? kTwoToMinus64 : kTwoTo64;
+  if (!(a >= kF32MinNormal && a <= kF32MaxFinite)) {  // uniform: one branch
+    b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
     a = 1.0f / (sc * b);
   }
+  const float rs = sc < kTwoToMinus64 ? kTwoTo64 : 1.0f;  // the residual's scale
+  const float sc_r = sc * rs;
   #pragma unroll
   for (int j = 0; j < N; ++j) {
     const float x = S::to_f32(vals[j]);
-    codes[j] = num::round_quotient<F>(x, (x * a) * b, 1.0f, sc);
+    codes[j] = num::round_quotient<F>(x * rs, (x * a) * b, 1.0f, sc_r);
   }
 }
 

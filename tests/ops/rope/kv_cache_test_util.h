@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 #include "check/host_tensor.h"
@@ -64,8 +65,11 @@ inline ::testing::AssertionResult code_ok(DType dt, uint64_t got, long double ex
   if (got == want) return ::testing::AssertionSuccess();
   const double g = ref::decode(dt, got), w = ref::decode(dt, want);
   if (std::isnan(g) && std::isnan(w)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "code 0x" << std::hex << got << " (" << g << ") want 0x" << want << " (" << w
-                                       << ") for " << static_cast<double>(exact);
+  // One string: AssertionResult streams each piece separately, so std::hex would not carry over.
+  std::ostringstream os;
+  os << "code 0x" << std::hex << got << " (" << g << ") want 0x" << want << " (" << w << ") for "
+     << static_cast<double>(exact);
+  return ::testing::AssertionFailure() << os.str();
 }
 
 // Every cache row: written rows hold enc(stored source), the others keep their poison.

@@ -4,6 +4,7 @@
 // included (the v cache equals the reference's bit for bit) - and rows of skipped tokens and
 // unused slots untouched. Shapes with tails, partial rotary, both styles, misaligned views, one
 // 16384-wide token; emulator counters: compulsory bytes only, coalesced stores, no findings.
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -189,15 +190,19 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
   }
 }
 
-// Scales whose reciprocal is not a normal f32 number (a subnormal scale, and scales near 2^+-127,
-// 3e38): the kernel multiplies by 1 / (scale * 2^-+64) and then by 2^-+64. Values scale * r, r
-// spread over the code range and beyond (saturation), in bf16 (whose range covers these scales:
-// subnormal values for the subnormal scale); every code must be the exact quotient's.
+// Extreme scales: a subnormal one (1e-39) and ones near 2^127 (1.2e38 .. 3.4e38), whose
+// reciprocals are not normal f32 numbers (the kernel multiplies by 1 / (scale * 2^-+64), then by
+// 2^-+64); and tiny scales with normal reciprocals (4.1e-39, 8.5e-39, 0x003C3C3C ~ 5.5e-39),
+// where x - m * scale falls below the f32 subnormals unless computed 2^64 larger. Values
+// scale * r, r spread over the code range and beyond (saturation), in bf16 (whose range covers
+// these scales: subnormal values for the subnormal scale), and for 0x003C3C3C the bf16 value
+// 2^-127, whose exact quotient lies 6e-8 above the midpoint 1.0625 (e4m3 1.125, not 1.0); every
+// code must be the exact quotient's.
 TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
   TEJAS_SEEDED_TEST_RNG();
   for (DType qt : {DType::bf16}) {
     for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
-      for (float scale : {1e-39f, 4.1e-39f, 8.5e-39f, 1.2e38f, 3e38f, 3.4e38f}) {
+      for (float scale : {1e-39f, 4.1e-39f, 8.5e-39f, std::bit_cast<float>(0x003C3C3Cu), 1.2e38f, 3e38f, 3.4e38f}) {
         SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " scale " << scale);
         constexpr int64_t T = 8, Hk = 2, D = 8;
         const KvShape s{T, 1, Hk, D, D, T, 1};
@@ -207,6 +212,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
           b.k.set_flat(i, static_cast<double>(scale) * rng.uniform(-top, top));
           b.v.set_flat(i, static_cast<double>(scale) * std::ldexp(rng.uniform(-1.0, 1.0), static_cast<int>(rng.randint(-12, 16))));
         }
+        b.v.set_flat(0, std::ldexp(1.0, -127));  // 0x003C3C3C: just above an e4m3 midpoint
         for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
         TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                             RopeStyle::neox, b.slots, b.paged()));
