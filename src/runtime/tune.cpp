@@ -34,6 +34,7 @@ constexpr Knob kKnobs[] = {
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
     {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
+    {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
 };
 
 const Tune* g_override = nullptr;

@@ -13,6 +13,8 @@
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
 //                          this many column blocks, lanes loop over the rest (default 0 = only
 //                          CUDA's 65535 limit)
+//   activation.steps=1..4  silu_mul / gelu_tanh_mul, 16-byte path: chunks per lane, all their
+//                          loads issued first, the column blocks fewer by as much (default 1)
 //   rope.early_loads=0..1  rope family: 1 = the first head's q/k loads go before the position
 //                          wait; 0 (default, faster on the H200) = after the cos/sin loads
 #pragma once
@@ -23,6 +25,7 @@ namespace tejas::detail {
 // The kernels' register arrays bound these (static_assert'ed against quant_kernel's constants).
 inline constexpr int kTuneMaxQuantChunks = 4;
 inline constexpr int kTuneMaxDequantSteps = 2;
+inline constexpr int kTuneMaxActivationSteps = 4;
 
 struct Tune {
   int quant_max_chunks = 4;
@@ -31,6 +34,7 @@ struct Tune {
   int dequant_steps = 2;
   int rope_early_loads = 0;  // H200: 1 was 4.5% slower overall, 8.7% on rope_kv_cache_write (docs/kernels/rope.md)
   int activation_max_grid_y = 0;
+  int activation_steps = 1;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

@@ -32,6 +32,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.activation_max_grid_y, 0);
   EXPECT_TRUE(parse_tune("activation.max_grid_y=1", &t, &why)) << why;
   EXPECT_EQ(t.activation_max_grid_y, 1);
+  EXPECT_EQ(t.activation_steps, 1);
+  EXPECT_TRUE(parse_tune("activation.steps=4", &t, &why)) << why;
+  EXPECT_EQ(t.activation_steps, 4);
+  EXPECT_FALSE(parse_tune("activation.steps=5", &t, &why));
+  EXPECT_NE(why.find("activation.steps: expected 1..4"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

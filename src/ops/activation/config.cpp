@@ -53,7 +53,8 @@ GatedConfig make_gated_config(const GatedProblem& p) {
   c.threads_per_row = lanes_for(chunks, 1);
   c.rows_per_block = c.threads / c.threads_per_row;
   c.grid_x = ceil_div(p.T, c.rows_per_block);
-  c.grid_y = column_blocks(chunks, c.threads_per_row, p.max_grid_y);
+  c.steps = c.vec_bytes == kMaxVecBytes ? std::clamp(p.steps, 1, kMaxGatedSteps) : 1;
+  c.grid_y = column_blocks(ceil_div(chunks, c.steps), c.threads_per_row, p.max_grid_y);
   return c;
 }
 
@@ -74,6 +75,7 @@ std::string GatedConfig::to_string() const {
   std::ostringstream os;
   os << "vec " << vec << " (" << vec_bytes << " B), threads " << threads << " (" << rows_per_block << " rows x "
      << threads_per_row << "), grid " << grid_x << " x " << grid_y;
+  if (steps > 1) os << ", " << steps << " steps per lane";
   return os.str();
 }
 

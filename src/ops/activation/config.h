@@ -4,7 +4,9 @@
 //
 // Thread mapping (both kernels): a block is `threads` threads = rows_per_block rows x
 // threads_per_row lanes. A lane owns one chunk of a row (`vec` elements of gate, the same of up)
-// per step and strides over the row's chunks by threads_per_row * grid_y.
+// per step and strides over the row's chunks by threads_per_row * grid_y; silu_mul /
+// gelu_tanh_mul's 16-byte path can take `steps` such chunks at once (TEJAS_TUNE
+// activation.steps), loads first, with grid_y smaller by as much.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,6 +42,7 @@ inline constexpr int kThreads = 256;          // 8 warps: full occupancy at <= 3
 inline constexpr int kMaxVecBytes = 16;       // one ld.global.v4.u32 per lane
 inline constexpr int64_t kMaxGridY = 65535;   // CUDA's limit on gridDim.y
 inline constexpr int kQuantElems = 8;         // fused quant kernels: elements per lane (16 B of bf16/f16)
+inline constexpr int kMaxGatedSteps = 4;      // gated kernels' register budget: chunks per lane at once
 
 // Alignments decide how wide the accesses may be: the largest power of two <= kMaxVecBytes that
 // divides every row start of a view (detail::access_alignment). x_align covers both [T, F]
@@ -53,6 +56,7 @@ struct GatedProblem {
   int x_align = kMaxVecBytes;    // gate and up rows
   int out_align = kMaxVecBytes;
   int max_grid_y = 0;            // > 0: at most this many column blocks (TEJAS_TUNE activation.max_grid_y)
+  int steps = 1;                 // 1..kMaxGatedSteps chunks per lane at once, 16-byte path only (TEJAS_TUNE activation.steps)
 };
 
 struct GatedConfig {
@@ -63,6 +67,7 @@ struct GatedConfig {
   int rows_per_block = 1;    // threads / threads_per_row
   int64_t grid_x = 1;        // row blocks: ceil(T / rows_per_block)
   int64_t grid_y = 1;        // column blocks (<= kMaxGridY; lanes loop beyond)
+  int steps = 1;             // chunks per lane at once, loads first (> 1 only at 16 bytes)
   std::string to_string() const;
 };
 

@@ -15,7 +15,7 @@ Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const 
   const GatedConfig c = gated_config(x, out);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
-  gated_kernel_for(act, x.dtype, c.vec_bytes)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+  gated_kernel_for(act, x.dtype, c)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       gated_params(x, out, o, c));
   return detail::cuda_launch_status(op);
 }

@@ -21,33 +21,39 @@ inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
   p.x_align = x_halves_alignment(x, p.F);
   p.out_align = detail::access_alignment(out, kMaxVecBytes);
   p.max_grid_y = detail::tune().activation_max_grid_y;
+  p.steps = detail::tune().activation_steps;
   return make_gated_config(p);
 }
 
 inline GatedParams gated_params(const TensorView& x, const TensorView& out, const ActOptions& o,
                                 const GatedConfig& c) {
-  return GatedParams{x.data, out.data, out.shape[0], out.shape[1], x.stride[0], out.stride[0], c.threads_per_row, o};
+  return GatedParams{x.data,      out.data,      out.shape[0],      out.shape[1], x.stride[0],
+                     out.stride[0], c.threads_per_row, o, c.steps};
 }
 
 using GatedKernel = void (*)(GatedParams);
 
+static_assert(kMaxGatedSteps == detail::kTuneMaxActivationSteps, "activation.steps' bound is the kernel's");
+
+// steps > 1: the 16-byte kernel sized for kMaxGatedSteps (config.cpp allows it only there).
 template <class S, Act kAct>
-GatedKernel gated_kernel_by_width(int vec_bytes) {
+GatedKernel gated_kernel_by_width(int vec_bytes, int steps) {
+  if (vec_bytes == kMaxVecBytes && steps > 1) return gated_kernel<S, kMaxVecBytes, kAct, kMaxGatedSteps>;
   if (vec_bytes == kMaxVecBytes) return gated_kernel<S, kMaxVecBytes, kAct>;
   if (vec_bytes == 8) return gated_kernel<S, 8, kAct>;
   return gated_kernel<S, sizeof(typename S::Raw), kAct>;
 }
 
 template <Act kAct>
-GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes) {
-  if (t == DType::bf16) return gated_kernel_by_width<Bf16, kAct>(vec_bytes);
-  if (t == DType::f16) return gated_kernel_by_width<F16, kAct>(vec_bytes);
-  return gated_kernel_by_width<F32, kAct>(vec_bytes);
+GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes, int steps) {
+  if (t == DType::bf16) return gated_kernel_by_width<Bf16, kAct>(vec_bytes, steps);
+  if (t == DType::f16) return gated_kernel_by_width<F16, kAct>(vec_bytes, steps);
+  return gated_kernel_by_width<F32, kAct>(vec_bytes, steps);
 }
 
-inline GatedKernel gated_kernel_for(Act act, DType t, int vec_bytes) {
-  return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, vec_bytes)
-                          : gated_kernel_by_dtype<Act::gelu_tanh>(t, vec_bytes);
+inline GatedKernel gated_kernel_for(Act act, DType t, const GatedConfig& c) {
+  return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, c.vec_bytes, c.steps)
+                          : gated_kernel_by_dtype<Act::gelu_tanh>(t, c.vec_bytes, c.steps);
 }
 
 // ---- fused quant ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
   detail::EmuBuffers buffers({{&x, emu::Access::read}, {&out, emu::Access::write}});
   const emu::LaunchOptions lo = detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y)),
                                                     dim3(static_cast<unsigned>(c.threads)), 0);
-  return detail::emu_status(op, emu::launch(lo, gated_kernel_for(act, x.dtype, c.vec_bytes), gated_params(x, out, o, c)));
+  return detail::emu_status(op, emu::launch(lo, gated_kernel_for(act, x.dtype, c), gated_params(x, out, o, c)));
 }
 
 Status launch_silu_quant_emu(const char* op, const ExecContext& ctx, const QuantArgs& a) {

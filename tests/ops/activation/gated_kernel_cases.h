@@ -11,6 +11,7 @@
 #include "ops/activation/config.h"
 #include "ops/activation/kernel_test_util.h"
 #include "runtime/alignment.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 
@@ -109,6 +110,15 @@ inline void run_gated_case_cuda(check::Rng& rng, DType dt, const KCase& k, const
   EXPECT_TRUE(guards);
   EXPECT_TRUE(matches_reference(sub_view(outs, F, k.out_lead), want.view(), x, which, o));
   EXPECT_TRUE(outside_untouched(outs, k.out_lead, F));
+}
+
+// Every kKernelCases shape for each dtype on the emulator under the TEJAS_TUNE overrides `t`
+// (launch-config variants: one column block, several chunks per lane).
+inline void run_gated_cases_tuned(check::Rng& rng, const detail::Tune& t, Which which, std::initializer_list<DType> dts,
+                                  const GatedCall& call, double gate_sd) {
+  const detail::ScopedTuneOverride variant(t);
+  for (DType dt : dts)
+    for (const KCase& k : kKernelCases) run_gated_case(rng, which, dt, k, call, gate_sd);
 }
 
 }  // namespace tejas::acttest

@@ -111,6 +111,26 @@ TEST(ActivationConfig, MaxGridYCapsColumnBlocks) {
   EXPECT_EQ(make_gated_config(huge).grid_y, kMaxGridY);
 }
 
+// TEJAS_TUNE activation.steps: chunks per lane at once on the 16-byte path, the column blocks
+// fewer by as much (rounded up); narrower paths keep one.
+TEST(ActivationConfig, StepsShrinkColumnBlocksOn16BytePaths) {
+  GatedProblem g = gated(2, 1, 14336, aligned_rows(57344, 28672));  // 1792 chunks: 7 blocks of 256
+  EXPECT_EQ(make_gated_config(g).grid_y, 7);
+  for (int steps : {2, 3, 4}) {
+    g.steps = steps;
+    const GatedConfig c = make_gated_config(g);
+    EXPECT_EQ(c.steps, steps);
+    EXPECT_EQ(c.grid_y, (1792 / steps + (1792 % steps != 0) + 255) / 256) << steps;
+    EXPECT_GE(c.grid_y * c.threads_per_row * c.steps, 1792) << "every chunk has a lane";
+  }
+  g.steps = 9;
+  EXPECT_EQ(make_gated_config(g).steps, kMaxGatedSteps);
+  GatedProblem narrow = gated(2, 1, 4100, aligned_rows(16400, 8200));  // 8-byte accesses
+  narrow.steps = 4;
+  EXPECT_EQ(make_gated_config(narrow).vec_bytes, 8);
+  EXPECT_EQ(make_gated_config(narrow).steps, 1);
+}
+
 TEST(ActivationConfig, QuantFallsBackToElementAccesses) {
   QuantProblem p = quant(2, 256, kFp8Group, 8, aligned_rows(1024, 512));
   p.x_align = 2;  // x not 16-byte aligned

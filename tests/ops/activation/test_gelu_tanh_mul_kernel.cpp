@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ops/activation/gated_kernel_cases.h"
+#include "runtime/tune.h"
 
 using namespace tejas;
 using namespace tejas::acttest;
@@ -20,6 +21,14 @@ TEST(GeluTanhMulKernel, MatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
     for (const KCase& k : kKernelCases) run_gated_case(rng, Which::gelu, dt, k, kGelu, 3.0);
+}
+
+// TEJAS_TUNE activation.steps=4 (the 4-step kernel of gelu_tanh_mul): every shape.
+TEST(GeluTanhMulKernel, StepsVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  detail::Tune t;
+  t.activation_steps = 4;
+  run_gated_cases_tuned(rng, t, Which::gelu, {DType::bf16, DType::f16}, kGelu, 3.0);
 }
 
 // Gates where 1 + tanh(z) cancels and e^-2z overflows f32 (g < -10.1) while the result is still

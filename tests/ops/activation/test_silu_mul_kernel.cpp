@@ -39,9 +39,22 @@ TEST(SiluMulKernel, OneColumnBlockMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   detail::Tune t;
   t.activation_max_grid_y = 1;
-  const detail::ScopedTuneOverride one_block(t);
-  for (DType dt : {DType::bf16, DType::f32})
-    for (const KCase& k : kKernelCases) run_gated_case(rng, Which::silu, dt, k, silu_call({}), 3.0);
+  run_gated_cases_tuned(rng, t, Which::silu, {DType::bf16, DType::f32}, silu_call({}), 3.0);
+}
+
+// TEJAS_TUNE activation.steps (2, 3, 4 chunks per lane, loads first; the 4-step kernel): every
+// shape, alone and with one column block (each lane then loops over several rounds of steps).
+TEST(SiluMulKernel, StepsVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int steps : {2, 3, 4}) {
+    for (int max_grid_y : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "activation.steps=" << steps << " max_grid_y=" << max_grid_y);
+      detail::Tune t;
+      t.activation_steps = steps;
+      t.activation_max_grid_y = max_grid_y;
+      run_gated_cases_tuned(rng, t, Which::silu, {DType::bf16, DType::f32}, silu_call({}), 3.0);
+    }
+  }
 }
 
 TEST(SiluMulKernel, ClampedMatchesReference) {
@@ -154,6 +167,16 @@ TEST(SiluMulKernel, CudaMatchesReference) {
     for (const KCase& k : kKernelCases) run_gated_case_cuda(rng, dt, k, silu_call({}), Which::silu, 3.0);
   const SiluMulOptions o = clamped(7.0, 1.702);
   for (const KCase& k : kKernelCases) run_gated_case_cuda(rng, DType::bf16, k, silu_call(o), Which::silu_clamped, 14.0, o);
+}
+
+TEST(SiluMulKernel, CudaStepsVariantMatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  detail::Tune t;
+  t.activation_steps = 4;
+  const detail::ScopedTuneOverride variant(t);
+  for (DType dt : {DType::bf16, DType::f32})
+    for (const KCase& k : kKernelCases) run_gated_case_cuda(rng, dt, k, silu_call({}), Which::silu, 3.0);
 }
 
 }  // namespace
