@@ -35,6 +35,7 @@ constexpr Knob kKnobs[] = {
     {"rope.early_loads", &Tune::rope_early_loads, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
+    {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},
 };
 
 const Tune* g_override = nullptr;

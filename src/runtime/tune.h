@@ -15,6 +15,10 @@
 //                          CUDA's 65535 limit)
 //   activation.steps=1..4  silu_mul / gelu_tanh_mul, 16-byte path: chunks per lane, all their
 //                          loads issued first, the column blocks fewer by as much (default 1)
+//   norm.prefetch_rows=0..65535  RMSNorm family, rows of at most 2 vectors per thread (the
+//                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
+//                          and residual vectors of the row this many rows ahead, so its loads
+//                          find them in L2 (default 0 = none)
 //   rope.early_loads=0..1  rope family: 1 = the first head's q/k loads go before the position
 //                          wait; 0 (default, faster on the H200) = after the cos/sin loads
 #pragma once
@@ -35,6 +39,7 @@ struct Tune {
   int rope_early_loads = 0;  // H200: 1 was 4.5% slower overall, 8.7% on rope_kv_cache_write (docs/kernels/rope.md)
   int activation_max_grid_y = 0;
   int activation_steps = 1;
+  int norm_prefetch_rows = 0;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

@@ -19,6 +19,7 @@ namespace tejas::norm {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
 inline constexpr float kE4m3MaxF = 448.0f;
+inline constexpr float kF32MinNormal = 1.17549435e-38f;  // 2^-126
 
 static_assert(kMaxWarps == dev::kMaxWarpsPerBlock, "NormSmem::reduce is block_allreduce's scratch");
 
@@ -106,9 +107,20 @@ __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int6
     store_typed<XT, N>(elem_at(p.out, row, p.out_stride, col, kElemBytes<XT>), f TEJAS_NESTED_SITE);
     return;
   }
+  // y * (1 / s), then e4m3 RNE + satfinite: within ~1.5 f32 ulps of y / s, far inside the tie
+  // window of the codes' accuracy rule (2^-18, docs/tools.md). Dynamic and group scales are
+  // >= min_scale (~2^-42), so 1 / s is normal; a static scale whose reciprocal is not (or a NaN
+  // row's scale) divides. NOTES: an IEEE division per element, as before, is ~10 instructions
+  // with a slow-path call.
   float q[N];
+  const float inv = 1.0f / scale;
+  if (inv >= kF32MinNormal && inv <= kF32Max) {
 #pragma unroll
-  for (int e = 0; e < N; ++e) q[e] = f[e] / scale;  // y / s, IEEE division, then e4m3 RNE + satfinite
+    for (int e = 0; e < N; ++e) q[e] = f[e] * inv;
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) q[e] = f[e] / scale;
+  }
   store_typed<DType::e4m3, N>(elem_at(p.out, row, p.out_stride, col, 1), q TEJAS_NESTED_SITE);
 }
 
@@ -197,6 +209,18 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   if (has_tail) {
     load_x_raw<XT, 1>(p, rs.row, tail_col, xtr);
     if (p.residual != nullptr) load_residual_raw<1, false>(p, rs.row, tail_col, rtr);
+  }
+  // The norm.prefetch_rows variant: the row `prefetch_rows` ahead heads for L2 now (no registers
+  // held), so that its CTA, starting about a wave later, finds its x and residual there. Only
+  // with at most 2 items (the 16-byte rows): NOTES: with 4-16 items the addresses spilled 4-24
+  // bytes in the E-16 kernels.
+  if (I <= 2 && p.prefetch_rows > 0 && rs.row + p.prefetch_rows < p.T) {
+    const int64_t ahead = rs.row + p.prefetch_rows;
+    each([&](int, int64_t col) {
+      ptx::prefetch_l2(elem_at(p.x, ahead, p.x_stride, col, kElemBytes<XT>));
+      if (p.residual != nullptr)
+        ptx::prefetch_l2(elem_at(p.residual, ahead, p.res_stride, col, float_bytes(p.res_dtype)));
+    });
   }
   // The weight is read after the reduction (keeping it out of registers); its lines head for L2
   // now, so that read is an L2 hit even in decode, where nothing else brought them there.

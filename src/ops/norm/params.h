@@ -32,6 +32,7 @@ struct NormParams {
   DType w_dtype = DType::f32, res_dtype = DType::f32, scale_dtype = DType::f32;
   OutKind out_kind = OutKind::same;
   bool warp_per_row = false;  // one warp per row (blockDim.x = 32 * rows per block); else one CTA per row
+  int prefetch_rows = 0;      // > 0: also prefetch.L2 row + prefetch_rows's x and residual (TEJAS_TUNE norm.prefetch_rows)
 };
 
 }  // namespace tejas::norm

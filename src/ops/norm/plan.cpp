@@ -7,6 +7,7 @@
 
 #include "runtime/alignment.h"
 #include "runtime/print_config.h"
+#include "runtime/tune.h"
 #include "ops/norm/launch.h"
 #include "tejas/norm.h"
 
@@ -70,6 +71,7 @@ NormLaunch plan_norm(const char* op, const NormArgs& a) {
   p.res_dtype = a.residual.defined() ? a.residual.dtype : DType::f32;
   p.out_kind = a.out_kind;
   p.warp_per_row = l.config.warp_per_row;
+  p.prefetch_rows = detail::tune().norm_prefetch_rows;
   return l;
 }
 

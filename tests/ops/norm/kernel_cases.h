@@ -32,6 +32,7 @@ struct NormCase {
   DType res = DType::bf16;
   Fp8ScaleMode mode = Fp8ScaleMode::dynamic_per_token;
   bool in_place = false;  // out is x (rms_norm only)
+  double static_scale = kStaticScale;  // Fp8ScaleMode::static_per_tensor's scale
 };
 
 inline std::string describe(const NormCase& c) {
@@ -88,8 +89,8 @@ inline void check_norm_case(Backend b, const NormCase& c, check::Rng& rng) {
     sc_ref = HostTensor(DType::f32, {dynamic ? c.T : 1});
     sc_got = HostTensor(DType::f32, {dynamic ? c.T : 1});
     if (!dynamic) {
-      sc_ref.set_flat(0, kStaticScale);
-      sc_got.set_flat(0, kStaticScale);
+      sc_ref.set_flat(0, c.static_scale);
+      sc_got.set_flat(0, c.static_scale);
     }
   }
   const HostTensor x_in = [&] {

@@ -4,12 +4,14 @@
 // outputs, and the emulator's counters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "ops/common/emu_launch.h"
 #include "ops/norm/kernel_cases.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -47,6 +49,14 @@ std::vector<NormCase> fp8_and_misaligned_cases() {
     v.push_back(c);
   }
   v.push_back(fused(DType::f16, DType::f32, DType::f32, DType::e4m3, {3, 72, 3}));
+  // Static scales whose reciprocal is not a normal f32 number (Inf, subnormal): the kernel
+  // divides there instead of multiplying by 1 / s (every code saturates, or is 0).
+  for (double s : {1e-39, 3e38}) {
+    NormCase c = fused(DType::bf16, DType::bf16, DType::bf16, DType::e4m3, {2, 256, 0});
+    c.mode = Fp8ScaleMode::static_per_tensor;
+    c.static_scale = s;
+    v.push_back(c);
+  }
   for (DType x : {DType::bf16, DType::f32}) {
     NormCase c = fused(x, DType::f32, DType::bf16, x, {3, 1030, 1});
     c.shift = 1;
@@ -151,6 +161,33 @@ TEST(FusedAddRmsNormKernel, EmulatorCounters) {
   EXPECT_EQ(k.global_bytes_read_unique, 2 * kRowBytes + H * 2);
   EXPECT_EQ(k.global_bytes_written_unique, 2 * kRowBytes);
   EXPECT_EQ(k.bank_conflict_wavefronts(), 0u);
+}
+
+// TEJAS_TUNE norm.prefetch_rows: every case still matches the reference (prefetches change no
+// value), and the counter shows each row prefetching the x and residual vectors of the row that
+// far ahead, where there is one (T = 3, H = 4096: 512 16-byte vectors per row and tensor), beside
+// the weight prefetches of every row.
+TEST(FusedAddRmsNormKernel, PrefetchRowsVariant) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int ahead : {1, 2, 5}) {
+    SCOPED_TRACE(::testing::Message() << "norm.prefetch_rows=" << ahead);
+    detail::Tune t;
+    t.norm_prefetch_rows = ahead;
+    const detail::ScopedTuneOverride variant(t);
+    for (const NormCase& c : plain_cases()) check_norm_case(Backend::emulator, c, rng);
+    for (const NormCase& c : fp8_and_misaligned_cases()) check_norm_case(Backend::emulator, c, rng);
+    constexpr int64_t T = 3, H = 4096, kVecs = H / 8;
+    HostTensor x(DType::bf16, {T, H}), res(DType::bf16, {T, H}), out(DType::bf16, {T, H}), w(DType::bf16, {H});
+    fill_rows(x, rng);
+    fill_rows(res, rng);
+    check::fill_normal(w, rng, 1.0, 0.5);
+    TEJAS_ASSERT_OK(fused_add_rms_norm(ctx_for(Backend::emulator), x, res, w, kEps, out));
+    const auto& reps = detail::last_emulator_reports();
+    ASSERT_EQ(reps.size(), 1u);
+    const uint64_t rows_ahead = static_cast<uint64_t>(std::max<int64_t>(T - ahead, 0));
+    EXPECT_EQ(reps[0].counters.global_prefetches, T * kVecs + rows_ahead * 2 * kVecs);
+    EXPECT_EQ(reps[0].counters.global_bytes_read_unique, 2 * T * H * 2 + H * 2) << "prefetches read nothing";
+  }
 }
 
 TEST(FusedAddRmsNormKernelCuda, MatchesReference) {
