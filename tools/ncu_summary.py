@@ -13,10 +13,11 @@ global / local memory, no_instruction = instruction fetch, lg_throttle = the loa
 wait = fixed-latency dependencies, ...). Metrics absent from a file print '-'.
 
 tools/gpu-check's profile step runs each target under
-`ncu --clock-control none --set <sections> -k regex:KERNEL --launch-count 1` (the first launch of
+`ncu --clock-control none --section ... -k regex:KERNEL --launch-count 1` (the first launch of
 the row's kernel: its first warm-up run, `tejas bench --filter ROW --no-check`), keeps the .ncu-rep
-and writes the raw CSV this script reads. Standard library only. Exit status: 0; 1 when no file
-held a profiled kernel; 2 on bad arguments or unreadable files.
+and writes the raw CSV this script reads. A file that does not read is reported and skipped (the
+others are still summarized). Standard library only. Exit status: 0; 1 when a file did not read
+or held no profiled kernel, or none did; 2 on bad arguments.
 """
 import argparse
 import csv
@@ -32,6 +33,8 @@ OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 REGISTERS = "launch__registers_per_thread"
 ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 STALL = re.compile(r"^smsp__average_warps?_(?:issue_stalled|latency_issue_stalled)_(.+?)_per_issue_active\.ratio$")
+# Not stalls: "selected" is the issuing warp itself (1 per issue by definition).
+NOT_STALLS = {"selected", "not_selected"}
 TOP_STALLS = 3
 # Unit scales to the printed units (us, MB); ncu's raw page names the unit in the second row.
 TIME_SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
@@ -109,7 +112,7 @@ def summarize(label, kernel, metrics):
     stalls = []
     for key in metrics:
         m = STALL.match(key)
-        if m:
+        if m and m.group(1) not in NOT_STALLS:
             v = plain(metrics, key)
             if v is not None:
                 stalls.append((v, m.group(1)))
@@ -138,19 +141,24 @@ def line(s):
 
 def run(pairs, markdown):
     summaries = []
+    bad = False
     for pair in pairs:
         label, sep, path = pair.partition("=")
         if not sep or not label or not path:
             print(f"ncu_summary: expected NAME=FILE.csv, got '{pair}'", file=sys.stderr)
             return 2
+    for pair in pairs:
+        label, _, path = pair.partition("=")
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 kernels = read_kernels(f.read())
         except (OSError, BadFile) as e:
-            print(f"ncu_summary: {path}: {e}", file=sys.stderr)
-            return 2
+            print(f"ncu_summary: {path}: {e} (skipped)", file=sys.stderr)
+            bad = True
+            continue
         if not kernels:
             print(f"ncu_summary: {path}: no profiled kernel", file=sys.stderr)
+            bad = True
         summaries += [summarize(label, k, m) for k, m in kernels]
     print(" | ".join(COLUMNS))
     for s in summaries:
@@ -160,7 +168,7 @@ def run(pairs, markdown):
             f.write("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
             for s in summaries:
                 f.write("| " + " | ".join(line(s)) + " |\n")
-    return 0 if summaries else 1
+    return 0 if summaries and not bad else 1
 
 
 def self_test():
@@ -171,11 +179,12 @@ def self_test():
         '"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
         '"smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",'
         '"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",'
-        '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"\n'
-        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst"\n'
+        '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
+        '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio"\n'
+        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst","inst"\n'
         '"0","123","void tejas::quant_kernel::compiled::quant_vec_kernel<tejas::num::Bf16, '
         '(tejas::num::CodeFormat)2, (tejas::quant_kernel::ScaleRule)3>(tejas::quant_kernel::QuantParams)",'
-        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0"\n'
+        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0"\n'
     )
     kernels = read_kernels(csv_text)
     assert len(kernels) == 1, kernels

@@ -6,14 +6,16 @@
 //   division) within a few f32 ulps. Its code can differ from the code of the exact quotient
 //   only when t lies within those ulps of a rounding midpoint of the code format. Midpoints have
 //   at most mantissa_bits + 2 significant bits, so that case is found from t's low mantissa bits
-//   (near_midpoint: 1 in ~67000 log-uniform values for e4m3, 1 in ~180000 for e2m1; far more
-//   often on bf16 data, whose few significant bits make exact ties common) and then decided
+//   (near_midpoint: 17 in 2^20 values of F's normal range for e4m3, 17 in 2^22 for e2m1, more
+//   below it; far more often on bf16 data, whose few significant bits make exact ties common)
+//   and then decided
 //   exactly by the sign of the residual x - mid * D, computed in one fma.
 // - A float64 reference rounds x / D to double first; its result is never a false midpoint
 //   (x has 24 bits and D at most 28, so a non-tie lies at least 2^-32 from a midpoint, relative).
-// The residual must stay in the f32 normal range, or an underflow to 0 reads as an exact tie:
-// it is a multiple of the smaller of x's and mid * D's ulps, so divisors above ~2^-100 are safe
-// for bf16 / f16 / f32 x (quant_fp8_group's f32 scales are >= ~2^-42, nvfp4's >= 2^-73). A
+// The residual must not underflow to 0, or it reads as an exact tie (no flush-to-zero builds: it
+// may be an f32 subnormal). It is a multiple of the smaller of x's and mid * D's ulps, so it stays
+// nonzero for divisors down to ~2^-109 (e5m2) / 2^-116 (e4m3) with bf16 / f16 / f32 x, and in the
+// normal range down to ~2^-86; quant_fp8_group's f32 scales are >= ~2^-42, nvfp4's >= 2^-73. A
 // caller with smaller divisors passes x * 2^k and b * 2^k (rope_kv_cache_write: k = 64 for
 // scales below 2^-64): the residual's sign is the same.
 // Users: the quantization kernels (src/ops/quant/quant_math.h builds its scale rules on this)
@@ -81,9 +83,10 @@ struct CodeTraits<CodeFormat::e2m1> {
 // Could t be within kTieSlackUlps of a rounding midpoint of F? In F's normal range a midpoint
 // has kMantissaBits + 2 significant bits, the last one set: in t's bits an odd multiple of
 // 2^kLowBits. Below F's smallest normal value midpoints have fewer bits: there any nonzero t
-// whose bits below 2^kLowBits are near zero counts. Code values (448 for the largest element of
-// an fp8 group, 0, 6, ...) are not midpoints and do not count, so the correction's branch stays
-// rare on real data. Each test is one multiply-add (the bits kept moved to the top of the word,
+// whose bits below 2^kLowBits are near zero counts. Zero and the code values of F's normal range
+// (448 for the largest element of an fp8 group, 6, ...) do not count, so the correction's branch
+// stays rare on real data; F's subnormal code values (e4m3 k * 2^-9, e2m1 0.5) still do,
+// harmlessly. Each test is one multiply-add (the bits kept moved to the top of the word,
 // sign and exponent shifted out) and one compare; the carry handles binade edges.
 // NOTES: the first form took every t with low bits near zero: the largest element of each fp8
 // group (t ~ 448) and every zero qualified, so the chunk's correction branch ran for nearly every

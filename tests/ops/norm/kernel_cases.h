@@ -33,6 +33,7 @@ struct NormCase {
   Fp8ScaleMode mode = Fp8ScaleMode::dynamic_per_token;
   bool in_place = false;  // out is x (rms_norm only)
   double static_scale = kStaticScale;  // Fp8ScaleMode::static_per_tensor's scale
+  bool zero_first = false;  // element 0 of every row of x (and of the residual) is 0: y = 0 there
 };
 
 inline std::string describe(const NormCase& c) {
@@ -77,10 +78,14 @@ inline void check_norm_case(Backend b, const NormCase& c, check::Rng& rng) {
   fill_rows(x, rng);
   check::fill_normal(w, rng, 1.0, 0.5);
   HostTensor res_ref, res_got;
+  if (c.zero_first)
+    for (int64_t t = 0; t < c.T; ++t) x.set({t, 0}, 0.0);
   if (c.fused) {
     res_ref = HostTensor(c.res, {c.T, c.H}, c.pad);
     res_got = shifted(c.res, c.T, c.H, c.pad, c.shift);
     fill_rows(res_ref, rng);
+    if (c.zero_first)
+      for (int64_t t = 0; t < c.T; ++t) res_ref.set({t, 0}, 0.0);
     res_got.copy_from(res_ref);
   }
   HostTensor out_ref(c.out, {c.T, c.H}, c.pad), out_got = shifted(c.out, c.T, c.H, c.pad, c.shift);

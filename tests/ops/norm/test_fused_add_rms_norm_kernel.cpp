@@ -50,11 +50,13 @@ std::vector<NormCase> fp8_and_misaligned_cases() {
   }
   v.push_back(fused(DType::f16, DType::f32, DType::f32, DType::e4m3, {3, 72, 3}));
   // Static scales whose reciprocal is not a normal f32 number (Inf, subnormal): the kernel
-  // divides there instead of multiplying by 1 / s (every code saturates, or is 0).
+  // divides there instead of multiplying by 1 / s (every code saturates, or is 0). y = 0 in
+  // element 0 of each row: 0 * (1 / 1e-39) would be NaN, 0 / 1e-39 is 0.
   for (double s : {1e-39, 3e38}) {
     NormCase c = fused(DType::bf16, DType::bf16, DType::bf16, DType::e4m3, {2, 256, 0});
     c.mode = Fp8ScaleMode::static_per_tensor;
     c.static_scale = s;
+    c.zero_first = true;
     v.push_back(c);
   }
   for (DType x : {DType::bf16, DType::f32}) {
