@@ -36,6 +36,11 @@ inline constexpr uint32_t kF32AbsMask = 0x7FFFFFFFu;
 inline constexpr uint32_t kF32ExpMask = 0xFFu;
 inline constexpr int kF32Bias = 127;
 inline constexpr float kF32Max = 3.4028234663852886e38f;
+inline constexpr float kF32MinNormal = 1.17549435e-38f;  // 2^-126
+
+// A positive normal f32 number (not 0, subnormal, Inf or NaN): where a reciprocal 1 / s may
+// stand in for a division by s (x * (1 / s) within ~1.5 ulps of x / s).
+__host__ __device__ inline bool is_positive_normal(float v) { return v >= kF32MinNormal && v <= kF32Max; }
 // Distance (in f32 ulps of t) within which t ~ x / D is checked against a midpoint: the
 // approximation errs by at most ~2 ulps (a rounded reciprocal, a rounded product of two scales,
 // the final multiply); 8 leaves a wide margin at no cost.

@@ -24,6 +24,22 @@ struct GatedParams {
   int steps = 1;         // chunks per lane at once (<= kSteps of the kernel)
 };
 
+// out[c] = act(gate[c]) * up[c] for one access of each (as loaded). Takes its caller's site
+// (TEJAS_CALLER_PARAM, device/prelude.h): each call is its own store site under emulation.
+template <class S, int kVecBytes, Act kAct, class Vec>
+__device__ __forceinline__ void store_gated(const Vec& gv, const Vec& uv, typename S::Raw* out_row, int64_t c,
+                                            const ActOptions& options TEJAS_CALLER_PARAM) {
+  using Raw = typename S::Raw;
+  constexpr int kVec = kVecBytes / static_cast<int>(sizeof(Raw));
+  Raw g[kVec], u[kVec], o[kVec];
+  memcpy(g, &gv, sizeof(Vec));
+  memcpy(u, &uv, sizeof(Vec));
+  for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct>(S::to_f32(g[i]), S::to_f32(u[i]), options));
+  Vec ov;
+  memcpy(&ov, o, sizeof(Vec));
+  ptx::st_global_cs(reinterpret_cast<Vec*>(out_row) + c, ov TEJAS_NESTED_SITE);
+}
+
 // S: storage type (Bf16, F16, F32); kVecBytes: bytes per access (F is a multiple of the
 // elements per access, and every row start is aligned to it: config.h). kSteps: the most chunks
 // a lane takes at once (1, or kMaxGatedSteps for the activation.steps variant; registers are
@@ -51,13 +67,7 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
     for (int64_t c = static_cast<int64_t>(blockIdx.y) * p.threads_per_row + lane; c < chunks; c += stride) {
       const Vec gv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(gate_row) + c);
       const Vec uv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(up_row) + c);
-      Raw g[kVec], u[kVec], o[kVec];
-      memcpy(g, &gv, sizeof(Vec));
-      memcpy(u, &uv, sizeof(Vec));
-      for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct>(S::to_f32(g[i]), S::to_f32(u[i]), p.options));
-      Vec ov;
-      memcpy(&ov, o, sizeof(Vec));
-      ptx::st_global_cs(reinterpret_cast<Vec*>(out_row) + c, ov);
+      store_gated<S, kVecBytes, kAct>(gv, uv, out_row, c, p.options);
     }
   } else {  // the activation.steps variant
     for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * p.threads_per_row + lane; c0 < chunks;
@@ -74,14 +84,7 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
 #pragma unroll
       for (int s = 0; s < kSteps; ++s) {
         const int64_t c = c0 + s * stride;
-        if (s >= p.steps || c >= chunks) continue;
-        Raw g[kVec], u[kVec], o[kVec];
-        memcpy(g, &gv[s], sizeof(Vec));
-        memcpy(u, &uv[s], sizeof(Vec));
-        for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct>(S::to_f32(g[i]), S::to_f32(u[i]), p.options));
-        Vec ov;
-        memcpy(&ov, o, sizeof(Vec));
-        ptx::st_global_cs(reinterpret_cast<Vec*>(out_row) + c, ov);
+        if (s < p.steps && c < chunks) store_gated<S, kVecBytes, kAct>(gv[s], uv[s], out_row, c, p.options);
       }
     }
   }

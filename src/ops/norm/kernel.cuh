@@ -10,6 +10,7 @@
 #include "device/prelude.h"
 #include "device/math.h"  // dev::rsqrtf: the GPU's error under emulation
 #include "device/reduce.cuh"
+#include "device/numeric/exact_round.h"  // num::is_positive_normal
 #include "device/smem.h"
 #include "ops/norm/config.h"
 #include "ops/norm/params.h"
@@ -19,7 +20,6 @@ namespace tejas::norm {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
 inline constexpr float kE4m3MaxF = 448.0f;
-inline constexpr float kF32MinNormal = 1.17549435e-38f;  // 2^-126
 
 static_assert(kMaxWarps == dev::kMaxWarpsPerBlock, "NormSmem::reduce is block_allreduce's scratch");
 
@@ -114,7 +114,7 @@ __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int6
   // with a slow-path call.
   float q[N];
   const float inv = 1.0f / scale;
-  if (inv >= kF32MinNormal && inv <= kF32Max) {
+  if (num::is_positive_normal(inv)) {
 #pragma unroll
     for (int e = 0; e < N; ++e) q[e] = f[e] * inv;
   } else {

@@ -30,8 +30,6 @@ using num::F32;
 
 namespace impl {
 
-inline constexpr float kF32MinNormal = 1.17549435e-38f;       // 2^-126
-inline constexpr float kF32MaxFinite = 3.4028234663852886e38f;
 inline constexpr float kTwoTo64 = 18446744073709551616.0f;     // 2^64
 inline constexpr float kTwoToMinus64 = 5.42101086242752217e-20f;  // 2^-64
 
@@ -114,7 +112,7 @@ __device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size
 template <num::CodeFormat F, class S, int N>
 __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, float sc, uint8_t (&codes)[N]) {
   float a = 1.0f / sc, b = 1.0f;
-  if (!(a >= kF32MinNormal && a <= kF32MaxFinite)) {  // uniform: one branch
+  if (!num::is_positive_normal(a)) {  // uniform: one branch
     b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
     a = 1.0f / (sc * b);
   }
