@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -32,6 +33,15 @@ TEST(DeviceMov, OpaqueIsTheIdentity) {
   for (int64_t x : {int64_t{0}, int64_t{-1}, int64_t{42}, std::numeric_limits<int64_t>::min(),
                     std::numeric_limits<int64_t>::max()})
     EXPECT_EQ(tejas::ptx::mov_opaque(x), x);
+  // f32: every bit pattern kept, -0 and NaN payloads included.
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x00000001u, 0x3f800000u, 0x7f800000u, 0x7fc01234u, 0xff800001u}) {
+    float x;
+    std::memcpy(&x, &bits, 4);
+    const float y = tejas::ptx::mov_opaque(x);
+    uint32_t got;
+    std::memcpy(&got, &y, 4);
+    EXPECT_EQ(got, bits);
+  }
 }
 
 }  // namespace

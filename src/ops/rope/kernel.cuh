@@ -97,54 +97,98 @@ __device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size
   return (slot / block_size) * blk_stride + (slot % block_size) * slot_stride + h * head_stride;
 }
 
-// fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
-// it). t = (x * a) * b with a * b = 1 / sc: a = 1 / sc and b = 1 where that reciprocal is a normal
-// f32 number (sc within ~[2^-128, 2^126]); else b = 2^-64 (sc above) or 2^64 (sc below) and
-// a = 1 / (sc * b), so t lies within ~1.5 f32 ulps of x / sc (or is far below every code
-// midpoint, or saturates). num::round_quotient resolves t near a code midpoint from the exact
-// residual x - m * sc; below sc = 2^-64 it is computed 2^64 larger (x * 2^64 and sc * 2^64, both
-// exact), since it could otherwise fall below the f32 subnormals and read as a tie
-// (exact_round.h). NOTES: an f32 division per element, as before, is ~10 instructions with a
-// slow-path call, and both formats' code was inlined per element under a run-time kv_kind test;
-// a second, dividing loop for extreme scales instead of b grew the VEC 8 kernels by 1,900 SASS
-// instructions. Before the 2^64 residual scale, scales near 2^-127 (e.g. f32 bits 0x003C3C3C)
-// wrote the code below the exact quotient's for a few values just above a midpoint.
-template <num::CodeFormat F, class S, int N>
-__device__ __forceinline__ void cache_codes(const typename S::Raw* vals, float sc, uint8_t (&codes)[N]) {
-  float a = 1.0f / sc, b = 1.0f;
-  if (!num::is_positive_normal(a)) {  // uniform: one branch
-    b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
-    a = 1.0f / (sc * b);
+// x / sc for one fp8 cache's scale sc, as cache_codes uses it: t = (x * a) * b with a * b = 1 / sc:
+// a = 1 / sc and b = 1 where that reciprocal is a normal f32 number (sc within ~[2^-128, 2^126]);
+// else b = 2^-64 (sc above) or 2^64 (sc below) and a = 1 / (sc * b), so t lies within ~1.5 f32
+// ulps of x / sc (or is far below every code midpoint, or saturates). num::round_quotient resolves
+// t near a code midpoint from the exact residual x * rs - m * sc_r with sc_r = sc * rs: rs = 2^64
+// below sc = 2^-64 (both products exact), since the residual could otherwise fall below the f32
+// subnormals and read as a tie (exact_round.h); else rs = 1.
+struct Fp8Divisor {
+  float a, b, rs, sc_r;
+};
+
+// From the scale as loaded once per column or thread (load_scale), per stored vector (a uniform
+// reciprocal); through ptx::mov_opaque, so the compiler keeps the wait for the scale here
+// and not at its load.
+__device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
+  const float sc = ptx::mov_opaque(loaded);
+  Fp8Divisor d{1.0f / sc, 1.0f, 1.0f, sc};
+  if (!num::is_positive_normal(d.a)) {  // uniform: one branch
+    d.b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
+    d.a = 1.0f / (sc * d.b);
   }
-  const float rs = sc < kTwoToMinus64 ? kTwoTo64 : 1.0f;  // the residual's scale
-  const float sc_r = sc * rs;
+  if (sc < kTwoToMinus64) {
+    d.rs = kTwoTo64;
+    d.sc_r = sc * kTwoTo64;
+  }
+  return d;
+}
+
+// fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
+// it), with d = fp8_divisor(sc). NOTES: an f32 division per element, as in v1, is ~10
+// instructions with a slow-path call, and both formats' code was inlined per element under a
+// run-time kv_kind test; a second, dividing loop for extreme scales instead of b grew the VEC 8
+// kernels by 1,900 SASS instructions. Before the 2^64 residual scale, scales near 2^-127 (e.g.
+// f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a few values just above a
+// midpoint. v2 loaded the scale in every store_cache call, a dependent L1 round trip per stored
+// vector; v3 loads the k scale once per column, with the position, and the v scale once per
+// thread, with its first v vector. Tried in v3: both scales loaded with the slot at the kernel's
+// start and a, b, rs derived once per column: the registers held through the head loop took
+// the VEC 1 and 2 kernels from 56-62 to 62-68 on sm_90a (64 is the line for two 512-thread
+// blocks per SM).
+template <num::CodeFormat F, class S, int N>
+__device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const Fp8Divisor& d, uint8_t (&codes)[N]) {
   #pragma unroll
   for (int j = 0; j < N; ++j) {
     const float x = S::to_f32(vals[j]);
-    codes[j] = num::round_quotient<F>(x * rs, (x * a) * b, 1.0f, sc_r);
+    codes[j] = num::round_quotient<F>(x * d.rs, (x * d.a) * d.b, 1.0f, d.sc_r);
   }
 }
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
-// value / scale otherwise (cache_codes).
+// value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
 template <class S, int N>
-__device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float* scale,
+__device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float& scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
     store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals TEJAS_NESTED_SITE);
     return;
   }
-  const float sc = ptx::ld_global_nc(scale TEJAS_NESTED_SITE);
   uint8_t codes[N];
-  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N>(vals, sc, codes);
-  else cache_codes<num::CodeFormat::e5m2, S, N>(vals, sc, codes);
+  const Fp8Divisor d = fp8_divisor(scale);
+  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N>(vals, d, codes);
+  else cache_codes<num::CodeFormat::e5m2, S, N>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
-// The token's slot as loaded (with caches; untouched without), issued first and judged by
-// slot_at where it is used.
-__device__ __forceinline__ void load_slot(const RopeParams& p, int64_t t, int64_t& loaded TEJAS_CALLER_PARAM) {
-  if (p.kv_kind != KvKind::none) loaded = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
+__device__ __forceinline__ bool fp8_cache(const RopeParams& p) {
+  return p.kv_kind == KvKind::e4m3 || p.kv_kind == KvKind::e5m2;
+}
+
+// A value loaded under a uniform condition (caches; fp8 caches) and read only under it. NOTES: no
+// initial value on the device: a phi of an initial value with the load made ptxas copy the loaded
+// register right after the load, and the copy waited for the data (for the slot: a DRAM trip
+// before the thread's other loads). The host compiler of the emulator build cannot see that it is
+// always set before it is read.
+template <class T>
+struct Loaded {
+#if TEJAS_EMULATION
+  T v{};
+#else
+  T v;
+#endif
+};
+
+// The token's slot as loaded (with caches), issued first and judged by slot_at where it is used.
+__device__ __forceinline__ void load_slot(const RopeParams& p, int64_t t, Loaded<int64_t>& loaded TEJAS_CALLER_PARAM) {
+  if (p.kv_kind != KvKind::none) loaded.v = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
+}
+
+// An fp8 cache's scale as loaded (fp8 caches), issued with the loads it can travel with (the
+// position's, v's first) and used by fp8_divisor.
+__device__ __forceinline__ void load_scale(const RopeParams& p, const float* scale, Loaded<float>& loaded TEJAS_CALLER_PARAM) {
+  if (fp8_cache(p)) loaded.v = ptx::ld_global_nc(scale TEJAS_NESTED_SITE);
 }
 
 // The slot to write, or -1: negative, or beyond the cache (skipped, see RopeParams).
@@ -152,9 +196,9 @@ __device__ __forceinline__ void load_slot(const RopeParams& p, int64_t t, int64_
 // Judged right after its load (as before), the slot held every thread of rope_kv_cache_write for
 // a DRAM round trip before it issued its head and position loads (SASS, sm_90a): three trips
 // per thread (slot; head and position; cos/sin) instead of two.
-__device__ __forceinline__ int64_t slot_at(const RopeParams& p, const int64_t& loaded) {
+__device__ __forceinline__ int64_t slot_at(const RopeParams& p, const Loaded<int64_t>& loaded) {
   if (p.kv_kind == KvKind::none) return -1;
-  const int64_t slot = ptx::mov_opaque(loaded);
+  const int64_t slot = ptx::mov_opaque(loaded.v);
   return slot < p.num_slots ? slot : -1;
 }
 
@@ -168,7 +212,7 @@ inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 // (and so the cos/sin) is waited on: one DRAM trip per thread of one head instead of ~two.
 template <class S, int VEC, bool kNeox, bool kEarly>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
-                                              const int64_t& slot_loaded TEJAS_CALLER_PARAM) {
+                                              const Loaded<int64_t>& slot_loaded TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -191,6 +235,8 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   if (kEarly && lane < heads) load_head(head_row(lane) TEJAS_NESTED_SITE);
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
   const int64_t pos = load_position(p, row, t TEJAS_NESTED_SITE);
+  Loaded<float> k_scale;  // arrives with the position
+  load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
   const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
   if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
@@ -213,7 +259,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
       const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
       #pragma unroll
       for (int a = 0; a < kAccesses; ++a)
-        store_cache<S, kLoad>(p, p.k_cache, at + offset(a), p.k_scale, e + a * kLoad TEJAS_NESTED_SITE);
+        store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale.v, e + a * kLoad TEJAS_NESTED_SITE);
     }
   }
 }
@@ -224,12 +270,14 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
                                             int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t d0 = 2 * p.half + static_cast<int64_t>(pc) * VEC;
+  Loaded<float> k_scale;
+  load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
   for (int64_t h = lane; h < p.Hk; h += p.head_lanes) {
     Raw r[VEC];
     // Plain load, not .nc: other threads write k's rotary dims during this launch.
     load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h);
-    store_cache<S, VEC>(p, p.k_cache, at + d0, p.k_scale, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale.v, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -240,12 +288,14 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
                                        int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
+  Loaded<float> v_scale;  // arrives with the first v vector
+  load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
     load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
-    store_cache<S, VEC>(p, p.v_cache, at + d0, p.v_scale, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale.v, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -259,15 +309,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
   if (t >= p.T) return;  // no barriers below: tail threads may leave
   const int lane = local / p.col_threads;
-  // Read (by slot_at) only with caches, where load_slot sets it. NOTES: no initial value on the
-  // device: a phi of an initial value with the load made ptxas copy the loaded register right
-  // after the load, and the copy waited for the data. The host compiler of the emulator build
-  // cannot see that it is always set before it is read.
-#if TEJAS_EMULATION
-  int64_t slot_loaded = 0;
-#else
-  int64_t slot_loaded;
-#endif
+  impl::Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
     if (col >= p.rot_cols) {
