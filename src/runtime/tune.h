@@ -19,8 +19,8 @@
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
 //                          find them in L2 (default 0 = none)
-//   rope.early_loads=0..1  rope family: 1 = the first head's q/k loads go before the position
-//                          wait; 0 (default, faster on the H200) = after the cos/sin loads
+//   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
+//                          the head lanes at 2 (default 1)
 #pragma once
 #include <string>
 
@@ -30,13 +30,14 @@ namespace tejas::detail {
 inline constexpr int kTuneMaxQuantChunks = 4;
 inline constexpr int kTuneMaxDequantSteps = 2;
 inline constexpr int kTuneMaxActivationSteps = 4;
+inline constexpr int kTuneMaxRopeHeads = 2;
 
 struct Tune {
   int quant_max_chunks = 4;
   int quant_max_steps = 4;
   int quant_max_grid = 0;
   int dequant_steps = 2;
-  int rope_early_loads = 0;  // H200: 1 was 4.5% slower overall, 8.7% on rope_kv_cache_write (docs/kernels/rope.md)
+  int rope_heads = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int norm_prefetch_rows = 0;

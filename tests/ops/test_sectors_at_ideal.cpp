@@ -21,6 +21,7 @@
 #include "tejas/norm.h"
 #include "tejas/quant.h"
 #include "tejas/rope.h"
+#include "runtime/tune.h"
 
 using namespace tejas;
 using check::HostTensor;
@@ -268,9 +269,13 @@ TEST(SectorsAtIdeal, QuantOtherDtypes) {
   }
 }
 
-// Llama-3.1-8B attention (Hq 32, Hk 8, D 128), bf16, bf16 cos/sin cache, page size 16.
-TEST(SectorsAtIdeal, Rope) {
-  TEJAS_SEEDED_TEST_RNG();
+// Llama-3.1-8B attention (Hq 32, Hk 8, D 128), bf16, bf16 cos/sin cache, page size 16; with
+// `heads` heads in flight per thread (TEJAS_TUNE rope.heads: the default 1, the A/B's 2).
+void rope_sectors_at_ideal(check::Rng& rng, int heads) {
+  detail::Tune tune;
+  tune.rope_heads = heads;
+  const detail::ScopedTuneOverride override_tune(tune);
+  SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads);
   constexpr int64_t T = 3, Hq = 32, Hk = 8, D = 128, kMaxPos = 64, kBlocks = 4, kPage = 16;
   Buf pos = make(DType::i64, {T}, rng), q = make(DType::bf16, {T, Hq, D}, rng), k = make(DType::bf16, {T, Hk, D}, rng);
   Buf v = make(DType::bf16, {T, Hk, D}, rng), cache = make(DType::bf16, {kMaxPos, D}, rng);
@@ -287,12 +292,14 @@ TEST(SectorsAtIdeal, Rope) {
   for (int64_t i = 0; i < 3 * T; ++i) static_cast<int64_t*>(pos3.v.data)[i] = 7 * i + 2;  // distinct rows
   ASSERT_TRUE(mrope(emulator(), pos3.v, q.v, k.v, cache.v, MropeSection{16, 24, 24}).ok());
   {
-    // The gathers are not sector-ideal by the op's layout, not by the kernel: per warp (4 heads
-    // x 8 columns of 8 pairs; (Hq + Hk) / 4 warps per token) one request reads the token's 3
+    // The gathers are not sector-ideal by the op's layout, not by the kernel: per warp (4 head
+    // lanes x 8 columns of 8 pairs; kWarpsPerToken) one request reads the token's 3
     // positions (rows of T i64: 24 bytes in 2-3 sectors, ideal 1), and one each reads the cos
     // and sin halves of a row gathered from 3 rows by section (bytes 0-31 / 32-79 / 80-127 of
     // the half: 5 sectors for 128 bytes, ideal 4). Everything else is at the ideal.
-    constexpr int64_t kSector = 32, kI64 = 8, kWarpsPerToken = (Hq + Hk) / 4;
+    // (Head lanes: ceil((Hq + Hk) / heads), four per warp.)
+    constexpr int64_t kSector = 32, kI64 = 8;
+    const int64_t kWarpsPerToken = (Hq + Hk + heads - 1) / heads / 4;
     uint64_t want = 0;
     for (int64_t t = 0; t < T; ++t) {
       std::vector<int64_t> sectors;
@@ -327,6 +334,16 @@ TEST(SectorsAtIdeal, Rope) {
                  qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
                  qk + 2 * T * Hk * D);
   }
+}
+
+TEST(SectorsAtIdeal, Rope) {
+  TEJAS_SEEDED_TEST_RNG();
+  rope_sectors_at_ideal(rng, 1);
+}
+
+TEST(SectorsAtIdeal, RopeTwoHeadsInFlight) {
+  TEJAS_SEEDED_TEST_RNG();
+  rope_sectors_at_ideal(rng, 2);
 }
 
 }  // namespace

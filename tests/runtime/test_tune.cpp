@@ -69,37 +69,38 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
   }
 }
 
-// rope.early_loads is the one knob whose smallest value is 0 (off).
-TEST(Tune, RopeEarlyLoadsIsZeroOrOne) {
+// rope.heads: 1 (the default) or 2, the kernels instantiated (src/ops/rope/kernels.cuh).
+TEST(Tune, RopeHeadsIsOneOrTwo) {
   Tune t;
   std::string why;
-  EXPECT_EQ(t.rope_early_loads, 0);  // the default (measured on the H200)
-  EXPECT_TRUE(parse_tune("rope.early_loads=0", &t, &why)) << why;
-  EXPECT_EQ(t.rope_early_loads, 0);
-  EXPECT_TRUE(parse_tune("rope.early_loads=1", &t, &why)) << why;
-  EXPECT_EQ(t.rope_early_loads, 1);
-  EXPECT_FALSE(parse_tune("rope.early_loads=2", &t, &why));
-  EXPECT_NE(why.find("rope.early_loads: expected 0..1, got '2'"), std::string::npos) << why;
-  EXPECT_FALSE(parse_tune("quant.max_chunks=0", &t, &why));  // the others still start at 1
-  EXPECT_NE(why.find("quant.max_chunks: expected 1..4"), std::string::npos) << why;
+  EXPECT_EQ(t.rope_heads, 1);
+  EXPECT_TRUE(parse_tune("rope.heads=2", &t, &why)) << why;
+  EXPECT_EQ(t.rope_heads, 2);
+  EXPECT_TRUE(parse_tune("rope.heads=1", &t, &why)) << why;
+  EXPECT_EQ(t.rope_heads, 1);
+  for (const char* bad : {"rope.heads=0", "rope.heads=3"}) {
+    EXPECT_FALSE(parse_tune(bad, &t, &why)) << bad;
+    EXPECT_NE(why.find("rope.heads: expected 1..2"), std::string::npos) << why;
+  }
+  EXPECT_FALSE(parse_tune("rope.early_loads=1", &t, &why));  // retired with its kernels
 }
 
 TEST(Tune, ScopedOverrideRestoresThePrevious) {
   const Tune before = tejas::detail::tune();
   {
     Tune a;
-    a.rope_early_loads = 1;
+    a.rope_heads = 2;
     const tejas::detail::ScopedTuneOverride outer(a);
-    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
+    EXPECT_EQ(tejas::detail::tune().rope_heads, 2);
     {
       Tune b;
       b.quant_max_chunks = 1;
       const tejas::detail::ScopedTuneOverride inner(b);
       EXPECT_EQ(tejas::detail::tune().quant_max_chunks, 1);
-      EXPECT_EQ(tejas::detail::tune().rope_early_loads, 0);
+      EXPECT_EQ(tejas::detail::tune().rope_heads, 1);
     }
-    EXPECT_EQ(tejas::detail::tune().rope_early_loads, 1);
+    EXPECT_EQ(tejas::detail::tune().rope_heads, 2);
   }
-  EXPECT_EQ(tejas::detail::tune().rope_early_loads, before.rope_early_loads);
+  EXPECT_EQ(tejas::detail::tune().rope_heads, before.rope_heads);
   EXPECT_EQ(tejas::detail::tune().quant_max_chunks, before.quant_max_chunks);
 }

@@ -57,7 +57,9 @@ RopeConfig choose_config(const RopeProblem& p) {
   const int cols = c.rot_cols + c.pass_cols;
   c.col_threads = std::min(cols, kMaxGroupThreads);
   const int64_t heads = p.Hq + p.Hk;
-  c.head_lanes = static_cast<int>(std::clamp<int64_t>(kMaxGroupThreads / c.col_threads, 1, heads));
+  c.heads_in_flight = std::clamp(p.heads_in_flight, 1, kMaxHeadsInFlight);
+  const int64_t lanes = (heads + c.heads_in_flight - 1) / c.heads_in_flight;
+  c.head_lanes = static_cast<int>(std::clamp<int64_t>(kMaxGroupThreads / c.col_threads, 1, lanes));
   const int group = c.col_threads * c.head_lanes;
   // Small groups share a block so that blocks stay near kTargetBlockThreads threads.
   int tpb = static_cast<int>(std::clamp<int64_t>(kTargetBlockThreads / group, 1, p.T));
@@ -67,7 +69,6 @@ RopeConfig choose_config(const RopeProblem& p) {
   c.tokens_per_block = (whole * group) % kWarpSize == 0 ? whole : tpb;
   c.threads = group * c.tokens_per_block;
   c.blocks = (p.T + c.tokens_per_block - 1) / c.tokens_per_block;
-  c.early_loads = p.early_loads;
   return c;
 }
 
@@ -78,7 +79,7 @@ std::string to_string(const RopeProblem& p) {
      << (p.interleaved ? " gptj" : " neox") << " elem=" << p.elem_bytes << "B cos=" << p.cos_elem_bytes
      << "B kv_cache=" << p.kv_cache_elem_bytes << "B align qk/cos/v/cache="
      << p.qk_align << "/" << p.cos_align << "/" << p.v_align << "/" << p.kv_cache_align
-     << " early_loads=" << p.early_loads;
+     << " heads_in_flight=" << p.heads_in_flight;
   return os.str();
 }
 
@@ -87,7 +88,7 @@ std::string to_string(const RopeConfig& c) {
   os << "vec=" << c.vec << " pairs=" << c.pairs << " rot_cols=" << c.rot_cols << " pass_cols=" << c.pass_cols
      << " col_threads=" << c.col_threads << " head_lanes=" << c.head_lanes
      << " tokens_per_block=" << c.tokens_per_block << " threads=" << c.threads << " blocks=" << c.blocks
-     << " early_loads=" << c.early_loads;
+     << " heads_in_flight=" << c.heads_in_flight;
   return os.str();
 }
 

@@ -7,7 +7,8 @@
 // pair loaded as two scalars when VEC is 1), or, for the KV-cache write, VEC elements of k's
 // non-rotary tail. The threads of one token form a group of
 // col_threads x head_lanes: a thread keeps its column's cos/sin in registers and walks the
-// heads h = lane, lane + head_lanes, ...; v rows are copied by the whole group.
+// heads h = lane, lane + head_lanes, ..., heads_in_flight of them at a time (their loads issued
+// together); v rows are copied by the whole group.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +21,7 @@ inline constexpr int kMaxGroupThreads = 512;  // threads per token; also the blo
 inline constexpr int kTargetBlockThreads = 256;
 inline constexpr int kWarpSize = 32;
 inline constexpr int kNumSections = 3;        // mrope position rows
+inline constexpr int kMaxHeadsInFlight = 2;   // heads a thread loads at once (kernels: 1 or 2)
 // Heads of q and k together: kernels count heads in 32-bit ints (validated, checks.cpp).
 inline constexpr int64_t kMaxHeads = int64_t{1} << 24;
 
@@ -34,7 +36,7 @@ struct RopeProblem {
   // (detail::access_alignment). Unused ones (k absent, no cache) may stay at 16.
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
-  bool early_loads = true;      // TEJAS_TUNE rope.early_loads (src/runtime/tune.h)
+  int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (src/runtime/tune.h)
 };
 
 struct RopeConfig {
@@ -43,11 +45,11 @@ struct RopeConfig {
   int rot_cols = 1;     // rotation columns per head: (rotary_dim / 2) / pairs
   int pass_cols = 0;    // k tail columns written to the cache: (D - rotary_dim) / vec
   int col_threads = 1;  // threads across columns (a thread loops when columns outnumber them)
-  int head_lanes = 1;   // threads across heads
+  int head_lanes = 1;   // threads across heads: ceil(heads / heads_in_flight), capped by the group
   int tokens_per_block = 1;
   int threads = 1;      // per block: col_threads * head_lanes * tokens_per_block
   int64_t blocks = 1;   // ceil(T / tokens_per_block)
-  bool early_loads = true;  // a thread's first head loads go before the position wait (kernel.cuh)
+  int heads_in_flight = 1;  // heads whose loads a thread issues together (kernel.cuh rotate_column)
 };
 
 // The vector widths kernels are instantiated for, widest first, in elements of `elem_bytes`:

@@ -208,9 +208,10 @@ template <int VEC, bool kNeox>
 inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 
 // Rotation column `col` of every q and k head this thread walks; k rows also go to the cache
-// when the token has a slot. kEarly: the first head's q/k loads are issued before the position
-// (and so the cos/sin) is waited on: one DRAM trip per thread of one head instead of ~two.
-template <class S, int VEC, bool kNeox, bool kEarly>
+// when the token has a slot. kHeads: heads whose loads a thread issues together before it waits
+// (lanes walk h = lane, lane + head_lanes, ... kHeads at a time): kHeads x 2P elements in flight
+// per thread after the position and cos/sin trips.
+template <class S, int VEC, bool kNeox, int kHeads>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
                                               const Loaded<int64_t>& slot_loaded TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
@@ -226,13 +227,6 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     return h >= p.Hq ? static_cast<Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
                      : static_cast<Raw*>(p.q) + t * p.q_tok + h * p.q_head;
   };
-  Raw e[2 * P];  // neox: pair j = (e[j], e[P + j]); gptj: pair j = (e[2j], e[2j + 1])
-  // The lambda's own caller site (TEJAS_CALLER_PARAM) names the load_head call below it.
-  const auto load_head = [&](const Raw* x TEJAS_CALLER_PARAM) {
-    #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e + a * kLoad TEJAS_NESTED_SITE);
-  };
-  if (kEarly && lane < heads) load_head(head_row(lane) TEJAS_NESTED_SITE);
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
   const int64_t pos = load_position(p, row, t TEJAS_NESTED_SITE);
   Loaded<float> k_scale;  // arrives with the position
@@ -240,26 +234,39 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
   if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
-  for (int h = lane; h < heads; h += p.head_lanes) {
-    const bool is_k = h >= p.Hq;
-    Raw* x = head_row(h);
-    if (!kEarly || h != lane) load_head(x TEJAS_NESTED_SITE);
+  // Head i of a step: neox pair j = (e[i][j], e[i][P + j]); gptj: pair j = (e[i][2j], e[i][2j + 1]).
+  Raw e[kHeads][2 * P];
+  for (int h0 = lane; h0 < heads; h0 += kHeads * p.head_lanes) {
     #pragma unroll
-    for (int j = 0; j < P && rotate; ++j) {
-      const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
-      const float xa = S::to_f32(e[ia]), xb = S::to_f32(e[ib]);
-      e[ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));
-      e[ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
+    for (int i = 0; i < kHeads; ++i) {
+      const int h = h0 + i * p.head_lanes;
+      if (h >= heads) break;
+      const Raw* x = head_row(h);
+      #pragma unroll
+      for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
     }
     #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e + a * kLoad TEJAS_NESTED_SITE);
-    if (!is_k) continue;
-    const int64_t slot = slot_at(p, slot_loaded);
-    if (slot >= 0) {
-      const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
+    for (int i = 0; i < kHeads; ++i) {
+      const int h = h0 + i * p.head_lanes;
+      if (h >= heads) break;
+      Raw* x = head_row(h);
       #pragma unroll
-      for (int a = 0; a < kAccesses; ++a)
-        store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale.v, e + a * kLoad TEJAS_NESTED_SITE);
+      for (int j = 0; j < P && rotate; ++j) {
+        const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
+        const float xa = S::to_f32(e[i][ia]), xb = S::to_f32(e[i][ib]);
+        e[i][ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));
+        e[i][ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
+      }
+      #pragma unroll
+      for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
+      if (h < p.Hq) continue;
+      const int64_t slot = slot_at(p, slot_loaded);
+      if (slot >= 0) {
+        const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
+        #pragma unroll
+        for (int a = 0; a < kAccesses; ++a)
+          store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale.v, e[i] + a * kLoad TEJAS_NESTED_SITE);
+      }
     }
   }
 }
@@ -302,7 +309,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
 }  // namespace impl
 
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
-template <class S, int VEC, bool kEarly>
+template <class S, int VEC, int kHeads>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopeParams p) {
   const int group = p.col_threads * p.head_lanes;
   const int local = static_cast<int>(threadIdx.x) % group;
@@ -315,8 +322,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     if (col >= p.rot_cols) {
       const int64_t slot = impl::slot_at(p, slot_loaded);
       if (slot >= 0) impl::copy_k_tail<S, VEC>(p, t, col - p.rot_cols, lane, slot);
-    } else if (p.neox) impl::rotate_column<S, VEC, true, kEarly>(p, t, col, lane, slot_loaded);
-    else impl::rotate_column<S, VEC, false, kEarly>(p, t, col, lane, slot_loaded);
+    } else if (p.neox) impl::rotate_column<S, VEC, true, kHeads>(p, t, col, lane, slot_loaded);
+    else impl::rotate_column<S, VEC, false, kHeads>(p, t, col, lane, slot_loaded);
   }
   const int64_t slot = impl::slot_at(p, slot_loaded);
   if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);

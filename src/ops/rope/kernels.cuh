@@ -1,6 +1,6 @@
 // The curated instantiations of rope_kernel, shared by both launchers: q's storage dtype x the
-// vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x early head loads
-// on / off (TEJAS_TUNE rope.early_loads, for the GPU A/B). Sixteen kernels.
+// vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
+// per thread, 1 or 2 (TEJAS_TUNE rope.heads, for the GPU A/B). Sixteen kernels.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "tejas/dtype.h"
@@ -10,30 +10,33 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 
 using KernelFn = void (*)(RopeParams);
 
-template <class S, bool kEarly>
+template <class S, int kHeads>
 KernelFn kernel_for_vec(int vec) {
   constexpr int kElem = static_cast<int>(sizeof(typename S::Raw));
   constexpr int kWide = kMaxAccessBytes / kElem;
   constexpr int kCompact = kCompactAccessBytes / kElem;  // 1 for f32: the same kernel as one element
-  if (vec == kWide) return rope_kernel<S, kWide, kEarly>;
+  if (vec == kWide) return rope_kernel<S, kWide, kHeads>;
   if constexpr (kCompact > 1)
-    if (vec == kCompact) return rope_kernel<S, kCompact, kEarly>;
-  if (vec == 1) return rope_kernel<S, 1, kEarly>;
+    if (vec == kCompact) return rope_kernel<S, kCompact, kHeads>;
+  if (vec == 1) return rope_kernel<S, 1, kHeads>;
   return nullptr;
 }
 
 // nullptr when no kernel is instantiated for (dtype, vec): a planner bug, reported as internal.
-template <bool kEarly>
+template <int kHeads>
 KernelFn kernel_for_dtype(DType dtype, int vec) {
   switch (dtype) {
-    case DType::bf16: return kernel_for_vec<Bf16, kEarly>(vec);
-    case DType::f16: return kernel_for_vec<F16, kEarly>(vec);
-    case DType::f32: return kernel_for_vec<F32, kEarly>(vec);
+    case DType::bf16: return kernel_for_vec<Bf16, kHeads>(vec);
+    case DType::f16: return kernel_for_vec<F16, kHeads>(vec);
+    case DType::f32: return kernel_for_vec<F32, kHeads>(vec);
     default: return nullptr;
   }
 }
-inline KernelFn select_kernel(DType dtype, int vec, bool early_loads) {
-  return early_loads ? kernel_for_dtype<true>(dtype, vec) : kernel_for_dtype<false>(dtype, vec);
+// heads: RopeConfig::heads_in_flight (1 or 2; anything else: nullptr).
+inline KernelFn select_kernel(DType dtype, int vec, int heads) {
+  if (heads == 1) return kernel_for_dtype<1>(dtype, vec);
+  if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec);
+  return nullptr;
 }
 
 }  // inline namespace TEJAS_BUILD_NS

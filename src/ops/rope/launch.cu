@@ -10,9 +10,10 @@
 namespace tejas::rotary {
 
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l) {
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.early_loads);
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight);
   if (kernel == nullptr)
-    return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec));
+    return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
+                            " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
   maybe_print_config(op, l.problem, l.config);
   auto* stream = static_cast<cudaStream_t>(ctx.stream);
   kernel<<<dim3(static_cast<unsigned>(l.config.blocks)), dim3(static_cast<unsigned>(l.config.threads)), 0, stream>>>(

@@ -6,6 +6,9 @@
 #include "runtime/tune.h"
 #include "runtime/validate.h"
 
+static_assert(tejas::detail::kTuneMaxRopeHeads == tejas::rotary::kMaxHeadsInFlight,
+              "rope.heads reaches every instantiated heads-in-flight count (kernels.cuh)");
+
 namespace tejas::rotary {
 namespace {
 
@@ -43,7 +46,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   pr.v_align = access_alignment(a.v, kMaxAccessBytes);
   pr.kv_cache_align = std::min(access_alignment(a.cache.k_cache, kMaxAccessBytes),
                                access_alignment(a.cache.v_cache, kMaxAccessBytes));
-  pr.early_loads = detail::tune().rope_early_loads != 0;
+  pr.heads_in_flight = detail::tune().rope_heads;
   l.config = choose_config(pr);
   const RopeConfig& c = l.config;
 

@@ -35,11 +35,11 @@ inline ExecContext backend_ctx(Backend b) {
 }
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
 
-// The tune of the rope.early_loads=1 variant (the first head's loads before the position wait;
-// the default is 0, head loads after the position and cos/sin loads).
-inline detail::Tune early_loads() {
+// The tune of the rope.heads=2 variant (two heads' loads in flight per thread, half the head
+// lanes; the default is 1).
+inline detail::Tune two_heads() {
   detail::Tune t;
-  t.rope_early_loads = 1;
+  t.rope_heads = 2;
   return t;
 }
 

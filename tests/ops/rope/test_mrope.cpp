@@ -231,9 +231,9 @@ TEST(MropeKernel, CudaMatchesReference) {
   kernel_vs_reference(rng, Backend::cuda);
 }
 
-TEST(MropeKernel, EarlyLoadsVariantMatchesReference) {  // rope.early_loads=1 (see test_rope_kernel.cpp)
+TEST(MropeKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2 (see test_rope_kernel.cpp)
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride early(ropetest::early_loads());
+  const detail::ScopedTuneOverride two(ropetest::two_heads());
   kernel_vs_reference(rng, Backend::emulator);
   if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
 }

@@ -45,6 +45,30 @@ TEST(RopeConfig, AlignedLlamaTakesSixteenByteVectors) {
   EXPECT_EQ(choose_config(llama(4096)).blocks, 4096);
 }
 
+// rope.heads=2: a thread takes two heads per step, so half the head lanes (rounded up), still
+// capped by the group; out-of-range requests are clamped to the instantiated 1..2.
+TEST(RopeConfig, TwoHeadsInFlightHalveTheHeadLanes) {
+  RopeProblem p = llama(1);
+  p.heads_in_flight = 2;
+  RopeConfig c = choose_config(p);
+  EXPECT_EQ(c.heads_in_flight, 2);
+  EXPECT_EQ(c.head_lanes, 20);  // 40 heads
+  EXPECT_EQ(c.threads, 160);
+  p.Hq = 64;  // Llama-3.1-70B: 72 heads, 36 lanes of two instead of 64 lanes (8 of them twice)
+  EXPECT_EQ(choose_config(p).head_lanes, 36);
+  p.Hk = 1;   // 65 heads: 33 lanes, the last one's second head absent
+  EXPECT_EQ(choose_config(p).head_lanes, 33);
+  p.Hq = 1000;  // capped by the 512-thread group: 64 lanes of 8 columns
+  EXPECT_EQ(choose_config(p).head_lanes, 64);
+  p.Hq = 1, p.Hk = 0;
+  EXPECT_EQ(choose_config(p).head_lanes, 1);
+  p.heads_in_flight = 7;
+  EXPECT_EQ(choose_config(p).heads_in_flight, kMaxHeadsInFlight);
+  p.heads_in_flight = 0;
+  EXPECT_EQ(choose_config(p).heads_in_flight, 1);
+  EXPECT_EQ(choose_config(llama(1)).heads_in_flight, 1);  // the default
+}
+
 TEST(RopeConfig, GptjColumnsHoldHalfAVectorOfPairs) {
   RopeProblem p = llama(1);
   p.interleaved = true;

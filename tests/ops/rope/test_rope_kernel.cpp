@@ -31,7 +31,9 @@ struct Shape {
 // Tails: rotary/2 = 1, 3, 5, 36 (vec 2), 65 (vec 1); partial rotary; padded heads; 128 x 128 = 16384 at T = 1.
 constexpr Shape kShapes[] = {{1, 1, 1, 2, 2, 0},    {3, 4, 2, 64, 64, 0},   {37, 2, 1, 16, 8, 4},
                              {5, 3, 0, 128, 32, 0}, {3, 2, 2, 10, 6, 6},    {2, 1, 3, 130, 130, 2},
-                             {24, 4, 4, 72, 72, 0}, {1, 128, 0, 128, 128, 0}};
+                             {24, 4, 4, 72, 72, 0}, {1, 128, 0, 128, 128, 0},
+                             // 205 heads over 64 head lanes: two steps, the last one partial
+                             {2, 200, 5, 128, 128, 0}};
 
 std::string label(const Shape& s, DType qt, DType ct, RopeStyle style) {
   return ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hq, s.Hk, s.D, s.rotary, s.pad}) + " " +
@@ -112,30 +114,36 @@ TEST(RopeKernel, CudaMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
-// The other side of the rope.early_loads A/B (the first head's loads before the position wait):
-// the GPU picks the default by timing both, so both must be right.
-TEST(RopeKernel, EarlyLoadsVariantMatchesReference) {
+// The other side of the rope.heads A/B (two heads' loads in flight per thread): the GPU picks
+// the default by timing both, so both must be right. run_all's head counts include odd ones
+// (a last step with one head) and one head alone.
+TEST(RopeKernel, TwoHeadsVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride early(ropetest::early_loads());
+  const detail::ScopedTuneOverride two(ropetest::two_heads());
   run_all(rng, Backend::emulator);
   if (!check::cuda_available()) return;
   run_all(rng, Backend::cuda);
 }
 
-// TEJAS_TUNE's rope.early_loads reaches the launch (default off, as measured on the H200).
-TEST(RopeKernel, EarlyLoadsFollowTheTune) {
-  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64});
+// TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
+TEST(RopeKernel, HeadsInFlightFollowTheTune) {
+  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64});
   const HostTensor cache = make_cache(4, 64, DType::f32);
   rotary::RopeArgs args;
   args.positions = pos;
   args.q = q;
+  args.k = k;
   args.cos_sin = cache;
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // whatever TEJAS_TUNE says
-    EXPECT_FALSE(rotary::plan_launch(args).config.early_loads);
+    const rotary::RopeConfig c = rotary::plan_launch(args).config;
+    EXPECT_EQ(c.heads_in_flight, 1);
+    EXPECT_EQ(c.head_lanes, 7);
   }
-  const detail::ScopedTuneOverride early(ropetest::early_loads());
-  EXPECT_TRUE(rotary::plan_launch(args).config.early_loads);
+  const detail::ScopedTuneOverride two(ropetest::two_heads());
+  const rotary::RopeConfig c = rotary::plan_launch(args).config;
+  EXPECT_EQ(c.heads_in_flight, 2);
+  EXPECT_EQ(c.head_lanes, 4);  // ceil(7 / 2)
 }
 
 // Views starting 2 and 4 bytes into a buffer (bf16): the one-element and 4-byte paths.

@@ -125,9 +125,9 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
-TEST(RopeKvCacheWriteKernel, EarlyLoadsVariantMatchesReference) {  // rope.early_loads=1
+TEST(RopeKvCacheWriteKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride early(ropetest::early_loads());
+  const detail::ScopedTuneOverride two(ropetest::two_heads());
   run_all(rng, Backend::emulator);
   if (check::cuda_available()) run_all(rng, Backend::cuda);
 }
