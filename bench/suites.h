@@ -71,7 +71,8 @@ void add_rope_fused_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_quant_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_attention_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out);
-void add_copy_rows(std::vector<Workload>& out);
+void add_copy_rows(std::vector<Workload>& out);         // copy_d2d, then the stream_copy rows
+void add_stream_copy_rows(std::vector<Workload>& out);  // bytes in flight per SM against bandwidth
 // The 8192^3 GEMMs whose throughput is the compute ceiling (roofline).
 Workload peak_gemm(bool fp8);
 

@@ -3,6 +3,7 @@
 
 #include "bench/cublaslt.h"
 #include "bench/suites.h"
+#include "ops/probe/probe.h"
 
 #if TEJAS_WITH_CUDA
 #include <cuda_runtime.h>
@@ -125,6 +126,41 @@ void add_copy_rows(std::vector<Workload>& out) {
     };
     out.push_back(std::move(w));
   }
+  add_stream_copy_rows(out);
+}
+
+// The bytes-in-flight calibration (src/ops/probe, docs/kernels/stream_copy.md): a 256 MiB copy
+// whose threads each load `vecs` 16-byte vectors before storing them, with `blocks` blocks of
+// 256 threads allowed per SM, i.e. blocks x vecs x 4 KiB of loads in flight per SM. A row whose
+// blocks cannot all be resident (registers) is unsupported, saying how many can.
+void add_stream_copy_rows(std::vector<Workload>& out) {
+  constexpr int64_t kBytes = 256 * kMiB;
+  for (int blocks : {1, 2, 4, 8})
+    for (int vecs : {1, 2, 4, 8}) {
+      Workload w;
+      w.suite = "memcpy";
+      w.op = "stream_copy";
+      const int64_t in_flight_kib = int64_t{blocks} * probe::kThreads * vecs * probe::kVecBytes / 1024;
+      w.shape = cat("256 MiB, ", blocks, " x 256 threads per SM, ", vecs, " x 16 B per thread: ", in_flight_kib,
+                    " KiB of loads in flight per SM");
+      w.cost = cost_copy(kBytes);
+      w.prepare = [blocks, vecs](DeviceArena& a, std::function<Status()>* launch) {
+        void *src = nullptr, *dst = nullptr;
+        TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(kBytes), &src));
+        TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(kBytes), &dst));
+        const TensorView s = TensorView::contiguous(src, DType::u8, {kBytes}, Device::cuda);
+        const TensorView d = TensorView::contiguous(dst, DType::u8, {kBytes}, Device::cuda);
+        const probe::StreamCopyOptions o{vecs, blocks};
+        probe::StreamCopyLaunch l;
+        TEJAS_RETURN_IF_ERROR(probe::stream_copy(cuda_ctx(), s, d, o, &l));
+        if (l.resident_blocks_per_sm != blocks)
+          return Status::Unsupported(cat("stream_copy: ", blocks, " blocks per SM asked, ", l.resident_blocks_per_sm,
+                                         " resident (registers or threads)"));
+        *launch = [s, d, o] { return probe::stream_copy(cuda_ctx(), s, d, o); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(w));
+    }
 }
 
 const std::vector<std::string>& suite_names() {

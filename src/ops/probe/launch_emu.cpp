@@ -1,0 +1,22 @@
+// stream_copy on the emulator: the kernel source on CPU fibers, src read-only, dst write-only.
+// The residency cap is a property of the GPU's scheduling, not of the kernel: not emulated.
+#include "ops/common/emu_launch.h"
+#include "ops/probe/kernel.cuh"
+#include "ops/probe/launch.h"
+
+namespace tejas::probe {
+
+Status launch_stream_copy_emu(const char* op, const ExecContext& ctx, const TensorView& src, const TensorView& dst,
+                              int64_t n, const StreamCopyOptions& o, StreamCopyLaunch* l) {
+  detail::begin_emulator_call();
+  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs);
+  if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
+  l->blocks = stream_copy_blocks(n, o.vecs);
+  detail::EmuBuffers buffers({{&src, emu::Access::read}, {&dst, emu::Access::write}});
+  const emu::LaunchOptions lo =
+      detail::emu_options(ctx, dim3(static_cast<unsigned>(l->blocks)), dim3(static_cast<unsigned>(kThreads)), 0);
+  const StreamCopyParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n};
+  return detail::emu_status(op, emu::launch(lo, kernel, p));
+}
+
+}  // namespace tejas::probe
