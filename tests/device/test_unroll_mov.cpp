@@ -1,6 +1,7 @@
-// dev::static_for (src/device/unroll.h) and ptx::mov_opaque (src/device/ptx/mov.h) in the
-// emulation build: static_for calls its body once per index, in order, with the index usable as
-// a constant expression; mov_opaque is the identity.
+// dev::static_for (src/device/unroll.h), ptx::mov_opaque (src/device/ptx/mov.h) and
+// dev::Loaded (src/device/loaded.h) in the emulation build: static_for calls its body once per
+// index, in order, with the index usable as a constant expression; mov_opaque is the identity;
+// a Loaded value read before it was set is a poison_read finding, one set first is not.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,8 +9,11 @@
 #include <limits>
 #include <vector>
 
+#include "device/loaded.h"
+#include "device/ptx/ld_st.h"
 #include "device/ptx/mov.h"
 #include "device/unroll.h"
+#include "emu/emu.h"
 
 namespace {
 
@@ -42,6 +46,28 @@ TEST(DeviceMov, OpaqueIsTheIdentity) {
     std::memcpy(&got, &y, 4);
     EXPECT_EQ(got, bits);
   }
+}
+
+// Each thread loads its input only when `load` (uniform) says so, then reads the value when
+// `read` says so: reading without loading is the bug dev::Loaded exists to report.
+__global__ void loaded_kernel(const int64_t* in, int64_t* out, bool load, bool read) {
+  tejas::dev::Loaded<int64_t> x;
+  if (load) x.set(tejas::ptx::ld_global(in + threadIdx.x));
+  if (read) tejas::ptx::st_global(out + threadIdx.x, x.get());
+}
+
+TEST(DeviceLoaded, ReadBeforeLoadIsAFinding) {
+  std::vector<int64_t> in(32), out(32, -1);
+  for (int i = 0; i < 32; ++i) in[i] = 1000 + i;
+  tejas::emu::ScopedBuffer bi(in.data(), in.size() * 8, tejas::emu::Access::read, "in");
+  tejas::emu::ScopedBuffer bo(out.data(), out.size() * 8, tejas::emu::Access::write, "out", false);
+  auto rep = tejas::emu::launch(loaded_kernel, dim3(1), dim3(32), 0, in.data(), out.data(), true, true);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], 1000 + i);
+  rep = tejas::emu::launch(loaded_kernel, dim3(1), dim3(32), 0, in.data(), out.data(), false, false);
+  EXPECT_TRUE(rep.ok()) << rep.summary();  // never loaded, never read: fine
+  rep = tejas::emu::launch(loaded_kernel, dim3(1), dim3(32), 0, in.data(), out.data(), false, true);
+  EXPECT_TRUE(rep.has(tejas::emu::FindingKind::poison_read)) << rep.summary();
 }
 
 }  // namespace

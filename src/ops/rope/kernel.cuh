@@ -16,6 +16,7 @@
 #include "device/numeric/convert.h"
 #include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
+#include "device/loaded.h"
 #include "device/ptx/ld_st.h"
 #include "device/ptx/mov.h"
 #include "ops/rope/config.h"
@@ -27,6 +28,7 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 using num::Bf16;  // storage types (device/numeric/storage.h)
 using num::F16;
 using num::F32;
+using dev::Loaded;  // a register loaded under a uniform condition (device/loaded.h)
 
 namespace impl {
 
@@ -149,14 +151,14 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
 // value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
 template <class S, int N>
-__device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const float& scale,
+__device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const Loaded<float>& scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
     store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals TEJAS_NESTED_SITE);
     return;
   }
   uint8_t codes[N];
-  const Fp8Divisor d = fp8_divisor(scale);
+  const Fp8Divisor d = fp8_divisor(scale.get());
   if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N>(vals, d, codes);
   else cache_codes<num::CodeFormat::e5m2, S, N>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
@@ -166,29 +168,15 @@ __device__ __forceinline__ bool fp8_cache(const RopeParams& p) {
   return p.kv_kind == KvKind::e4m3 || p.kv_kind == KvKind::e5m2;
 }
 
-// A value loaded under a uniform condition (caches; fp8 caches) and read only under it. NOTES: no
-// initial value on the device: a phi of an initial value with the load made ptxas copy the loaded
-// register right after the load, and the copy waited for the data (for the slot: a DRAM trip
-// before the thread's other loads). The host compiler of the emulator build cannot see that it is
-// always set before it is read.
-template <class T>
-struct Loaded {
-#if TEJAS_EMULATION
-  T v{};
-#else
-  T v;
-#endif
-};
-
 // The token's slot as loaded (with caches), issued first and judged by slot_at where it is used.
 __device__ __forceinline__ void load_slot(const RopeParams& p, int64_t t, Loaded<int64_t>& loaded TEJAS_CALLER_PARAM) {
-  if (p.kv_kind != KvKind::none) loaded.v = ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE);
+  if (p.kv_kind != KvKind::none) loaded.set(ptx::ld_global_nc(p.slots + t TEJAS_NESTED_SITE));
 }
 
 // An fp8 cache's scale as loaded (fp8 caches), issued with the loads it can travel with (the
 // position's, v's first) and used by fp8_divisor.
 __device__ __forceinline__ void load_scale(const RopeParams& p, const float* scale, Loaded<float>& loaded TEJAS_CALLER_PARAM) {
-  if (fp8_cache(p)) loaded.v = ptx::ld_global_nc(scale TEJAS_NESTED_SITE);
+  if (fp8_cache(p)) loaded.set(ptx::ld_global_nc(scale TEJAS_NESTED_SITE));
 }
 
 // The slot to write, or -1: negative, or beyond the cache (skipped, see RopeParams).
@@ -198,7 +186,7 @@ __device__ __forceinline__ void load_scale(const RopeParams& p, const float* sca
 // per thread (slot; head and position; cos/sin) instead of two.
 __device__ __forceinline__ int64_t slot_at(const RopeParams& p, const Loaded<int64_t>& loaded) {
   if (p.kv_kind == KvKind::none) return -1;
-  const int64_t slot = ptx::mov_opaque(loaded.v);
+  const int64_t slot = ptx::mov_opaque(loaded.get());
   return slot < p.num_slots ? slot : -1;
 }
 
@@ -265,7 +253,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
         const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
         #pragma unroll
         for (int a = 0; a < kAccesses; ++a)
-          store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale.v, e[i] + a * kLoad TEJAS_NESTED_SITE);
+          store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale, e[i] + a * kLoad TEJAS_NESTED_SITE);
       }
     }
   }
@@ -284,7 +272,7 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
     // Plain load, not .nc: other threads write k's rotary dims during this launch.
     load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h);
-    store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale.v, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -295,14 +283,14 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
                                        int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
-  Loaded<float> v_scale;  // arrives with the first v vector
-  load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
+  Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
+  if (local < p.Hk * cols) load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
     load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
-    store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale.v, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -316,7 +304,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
   if (t >= p.T) return;  // no barriers below: tail threads may leave
   const int lane = local / p.col_threads;
-  impl::Loaded<int64_t> slot_loaded;
+  Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
     if (col >= p.rot_cols) {

@@ -33,7 +33,9 @@ constexpr Shape kShapes[] = {{1, 1, 1, 2, 2, 0},    {3, 4, 2, 64, 64, 0},   {37,
                              {5, 3, 0, 128, 32, 0}, {3, 2, 2, 10, 6, 6},    {2, 1, 3, 130, 130, 2},
                              {24, 4, 4, 72, 72, 0}, {1, 128, 0, 128, 128, 0},
                              // 205 heads over 64 head lanes: two steps, the last one partial
-                             {2, 200, 5, 128, 128, 0}};
+                             {2, 200, 5, 128, 128, 0},
+                             // one head alone (two in flight: the step's second head absent)
+                             {3, 1, 0, 64, 64, 0}};
 
 std::string label(const Shape& s, DType qt, DType ct, RopeStyle style) {
   return ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hq, s.Hk, s.D, s.rotary, s.pad}) + " " +
@@ -135,7 +137,7 @@ TEST(RopeKernel, HeadsInFlightFollowTheTune) {
   args.k = k;
   args.cos_sin = cache;
   {
-    const detail::ScopedTuneOverride defaults(detail::Tune{});  // whatever TEJAS_TUNE says
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // the defaults, whatever TEJAS_TUNE says
     const rotary::RopeConfig c = rotary::plan_launch(args).config;
     EXPECT_EQ(c.heads_in_flight, 1);
     EXPECT_EQ(c.head_lanes, 7);

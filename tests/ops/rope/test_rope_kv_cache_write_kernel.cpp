@@ -96,9 +96,12 @@ void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend bac
 }
 
 // Tails: rotary/2 of 3 (vec 1 on neox), 36 (vec 2); partial rotary with tails that force vec 2;
-// Llama-like heads; a partial rotary of 64 in D = 132; one token with 128 q heads of 128 (16384).
+// Llama-like heads; a partial rotary of 64 in D = 132; one token with 128 q heads of 128 (16384);
+// more k than q heads with a partial rotary (with two heads in flight: 3 head lanes, so the k-tail
+// copy walks two heads on some lanes).
 constexpr KvShape kShapes[] = {{1, 1, 1, 8, 8, 1, 1},        {3, 4, 2, 64, 64, 2, 4},  {21, 2, 1, 16, 6, 4, 8},
-                               {9, 3, 3, 72, 72, 3, 5},      {6, 4, 2, 132, 64, 2, 16}, {1, 128, 8, 128, 128, 1, 16}};
+                               {9, 3, 3, 72, 72, 3, 5},      {6, 4, 2, 132, 64, 2, 16}, {1, 128, 8, 128, 128, 1, 16},
+                               {4, 1, 5, 16, 8, 2, 4}};
 
 std::vector<Variant> variants() {
   std::vector<Variant> v;
@@ -137,19 +140,23 @@ TEST(RopeKvCacheWriteKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2
 // position, one slot and position per token - and stores are whole 16-byte vectors in full sectors.
 TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
-  const KvShape s{4, 8, 2, 128, 128, 2, 16};
-  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
-  for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
-  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                      RopeStyle::neox, b.slots, b.paged()));
-  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
-  EXPECT_TRUE(rep.ok()) << rep.summary();
-  const uint64_t cached = s.T - 1;  // make_kv_buffers skips every 4th token
-  const uint64_t qk = s.T * (s.Hq + s.Hk) * s.D * 2, v = cached * s.Hk * s.D * 2;
-  const uint64_t cos = s.T * s.rotary * 4, idx = s.T * (8 + 8), scales = 2 * 4;
-  EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
-  EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
-  EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
+  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads()}) {
+    const detail::ScopedTuneOverride override_tune(tune);
+    SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads);
+    const KvShape s{4, 8, 2, 128, 128, 2, 16};
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
+    for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                        RopeStyle::neox, b.slots, b.paged()));
+    const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+    EXPECT_TRUE(rep.ok()) << rep.summary();
+    const uint64_t cached = s.T - 1;  // make_kv_buffers skips every 4th token
+    const uint64_t qk = s.T * (s.Hq + s.Hk) * s.D * 2, v = cached * s.Hk * s.D * 2;
+    const uint64_t cos = s.T * s.rotary * 4, idx = s.T * (8 + 8), scales = 2 * 4;
+    EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
+    EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
+    EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
+  }
 }
 
 // fp8 caches at the hard cases: every bf16 / f16 value whose f32 quotient by the scale rounds to
