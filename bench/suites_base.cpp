@@ -129,38 +129,54 @@ void add_copy_rows(std::vector<Workload>& out) {
   add_stream_copy_rows(out);
 }
 
-// The bytes-in-flight calibration (src/ops/probe, docs/kernels/stream_copy.md): a 256 MiB copy
-// whose threads each load `vecs` 16-byte vectors before storing them, with `blocks` blocks of
-// 256 threads allowed per SM, i.e. blocks x vecs x 4 KiB of loads in flight per SM. A row whose
-// blocks cannot all be resident (registers) is unsupported, saying how many can.
+// The bytes-in-flight calibration (src/ops/probe, docs/kernels/stream_copy.md). Copies of 256 MiB
+// whose threads each load `vecs` 16-byte vectors before storing them, with `blocks` blocks of 256
+// threads allowed per SM (blocks x vecs x 4 KiB of loads in flight per SM): the 1 : 1 curve.
+// Then the read-heavy (2 : 1, 4 : 1: gated activations, quantization) and write-heavy (1 : 2,
+// 1 : 4: dequantization) mixes over 128 MiB planes at 32 and 64 KiB in flight (four loads per
+// thread, 2 and 4 blocks): where each mix's ceiling lies against the copy's. A row whose blocks
+// cannot all be resident (registers) is unsupported, saying how many can.
+namespace {
+
+Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_bytes) {
+  Workload w;
+  w.suite = "memcpy";
+  w.op = "stream_copy";
+  const int64_t in_flight_kib = int64_t{blocks} * probe::kThreads * reads * vecs * probe::kVecBytes / 1024;
+  const std::string per_thread = reads == 1 ? cat(vecs, " x 16 B") : cat(reads, " x ", vecs, " x 16 B");
+  w.shape = reads == 1 && writes == 1
+                ? cat(plane_bytes / kMiB, " MiB, ", blocks, " x 256 threads per SM, ", per_thread, " per thread: ",
+                      in_flight_kib, " KiB of loads in flight per SM")
+                : cat(plane_bytes / kMiB, " MiB planes, ", reads, " read : ", writes, " written, ", blocks,
+                      " x 256 threads per SM, ", per_thread, " per thread: ", in_flight_kib,
+                      " KiB of loads in flight per SM");
+  w.cost.bytes = static_cast<double>(plane_bytes) * (reads + writes);
+  w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+    void *src = nullptr, *dst = nullptr;
+    TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * reads), &src));
+    TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * writes), &dst));
+    const TensorView s = TensorView::contiguous(src, DType::u8, {plane_bytes * reads}, Device::cuda);
+    const TensorView d = TensorView::contiguous(dst, DType::u8, {plane_bytes * writes}, Device::cuda);
+    const probe::StreamCopyOptions o{vecs, blocks, reads, writes};
+    probe::StreamCopyLaunch l;
+    TEJAS_RETURN_IF_ERROR(probe::stream_copy(cuda_ctx(), s, d, o, &l));
+    if (l.resident_blocks_per_sm != blocks)
+      return Status::Unsupported(cat("stream_copy: ", blocks, " blocks per SM asked, ", l.resident_blocks_per_sm,
+                                     " resident (registers or threads)"));
+    *launch = [s, d, o] { return probe::stream_copy(cuda_ctx(), s, d, o); };
+    return Status::Ok();
+  };
+  return w;
+}
+
+}  // namespace
+
 void add_stream_copy_rows(std::vector<Workload>& out) {
-  constexpr int64_t kBytes = 256 * kMiB;
   for (int blocks : {1, 2, 4, 8})
-    for (int vecs : {1, 2, 4, 8}) {
-      Workload w;
-      w.suite = "memcpy";
-      w.op = "stream_copy";
-      const int64_t in_flight_kib = int64_t{blocks} * probe::kThreads * vecs * probe::kVecBytes / 1024;
-      w.shape = cat("256 MiB, ", blocks, " x 256 threads per SM, ", vecs, " x 16 B per thread: ", in_flight_kib,
-                    " KiB of loads in flight per SM");
-      w.cost = cost_copy(kBytes);
-      w.prepare = [blocks, vecs](DeviceArena& a, std::function<Status()>* launch) {
-        void *src = nullptr, *dst = nullptr;
-        TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(kBytes), &src));
-        TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(kBytes), &dst));
-        const TensorView s = TensorView::contiguous(src, DType::u8, {kBytes}, Device::cuda);
-        const TensorView d = TensorView::contiguous(dst, DType::u8, {kBytes}, Device::cuda);
-        const probe::StreamCopyOptions o{vecs, blocks};
-        probe::StreamCopyLaunch l;
-        TEJAS_RETURN_IF_ERROR(probe::stream_copy(cuda_ctx(), s, d, o, &l));
-        if (l.resident_blocks_per_sm != blocks)
-          return Status::Unsupported(cat("stream_copy: ", blocks, " blocks per SM asked, ", l.resident_blocks_per_sm,
-                                         " resident (registers or threads)"));
-        *launch = [s, d, o] { return probe::stream_copy(cuda_ctx(), s, d, o); };
-        return Status::Ok();
-      };
-      out.push_back(std::move(w));
-    }
+    for (int vecs : {1, 2, 4, 8}) out.push_back(stream_row(1, 1, blocks, vecs, 256 * kMiB));
+  constexpr int kMixes[][2] = {{2, 1}, {4, 1}, {1, 2}, {1, 4}};
+  for (const auto& mix : kMixes)
+    for (int blocks : {2, 4}) out.push_back(stream_row(mix[0], mix[1], blocks, 4 / mix[0], 128 * kMiB));
 }
 
 const std::vector<std::string>& suite_names() {

@@ -1,7 +1,8 @@
-// stream_copy's kernel (probe.h): thread t of block b copies the 16-byte vectors
-// b * kThreads * VECS + t + i * kThreads, i < VECS: each warp request is 512 contiguous bytes,
-// and a thread issues all its loads before its first store, so VECS x 16 bytes are in flight per
-// thread for one DRAM round trip (`tools/kernel-report loads probe`: VECS loads before the first
+// stream_copy's kernel (probe.h): thread t of block b takes the 16-byte vectors
+// b * kThreads * VECS + t + i * kThreads, i < VECS, of each of the R source planes and stores
+// their XOR into each of the W destination planes: each warp request is 512 contiguous bytes,
+// and a thread issues all its R x VECS loads before its first store, so R x VECS x 16 bytes are
+// in flight per thread for one DRAM round trip (`tools/kernel-report loads probe`: VECS loads before the first
 // wait on the whole-block path; with every load and store guarded, as the last block is, ptxas
 // hoisted the first store above later loads and waited for the first load there: 3 of 8). No shared memory is touched: the launch's dynamic shared memory
 // only caps how many blocks an SM holds.
@@ -20,47 +21,78 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 using Vec = num::AccessWord<kVecBytes>::type;
 
 struct StreamCopyParams {
-  const Vec* src;
-  Vec* dst;
-  int64_t n;  // vectors
+  const Vec* src;  // `reads` planes of n vectors
+  Vec* dst;        // `writes` planes of n vectors
+  int64_t n;       // vectors per plane
 };
 
-template <int VECS>
+__device__ __forceinline__ Vec xor_vec(const Vec& a, const Vec& b) { return Vec{a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w}; }
+
+// Vector i of every plane: loads of the R source planes, then stores of their XOR to the W
+// destination planes. kGuard: the last block's per-vector bounds (whole blocks go without).
+template <int VECS, int R, int W, bool kGuard>
+__device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_t base) {
+  Vec v[R][VECS];
+  #pragma unroll
+  for (int r = 0; r < R; ++r) {
+    #pragma unroll
+    for (int i = 0; i < VECS; ++i) {
+      const int64_t at = base + static_cast<int64_t>(i) * kThreads;
+      if (!kGuard || at < p.n) v[r][i] = ptx::ld_global_nc(p.src + r * p.n + at);
+    }
+  }
+  #pragma unroll
+  for (int i = 0; i < VECS; ++i) {
+    const int64_t at = base + static_cast<int64_t>(i) * kThreads;
+    if (kGuard && at >= p.n) continue;
+    Vec x = v[0][i];
+    #pragma unroll
+    for (int r = 1; r < R; ++r) x = xor_vec(x, v[r][i]);
+    #pragma unroll
+    for (int w = 0; w < W; ++w) ptx::st_global(p.dst + w * p.n + at, x);
+  }
+}
+
+template <int VECS, int R, int W>
 __global__ void __launch_bounds__(kThreads) stream_copy_kernel(const StreamCopyParams p) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * VECS;
   const int64_t base = first + static_cast<int>(threadIdx.x);
-  Vec v[VECS];
-  if (first + static_cast<int64_t>(kThreads) * VECS <= p.n) {  // a whole block (uniform): no guards
-    #pragma unroll
-    for (int i = 0; i < VECS; ++i) v[i] = ptx::ld_global_nc(p.src + base + i * kThreads);
-    #pragma unroll
-    for (int i = 0; i < VECS; ++i) ptx::st_global(p.dst + base + i * kThreads, v[i]);
-    return;
-  }
-  #pragma unroll
-  for (int i = 0; i < VECS; ++i) {
-    const int64_t at = base + static_cast<int64_t>(i) * kThreads;
-    if (at < p.n) v[i] = ptx::ld_global_nc(p.src + at);
-  }
-  #pragma unroll
-  for (int i = 0; i < VECS; ++i) {
-    const int64_t at = base + static_cast<int64_t>(i) * kThreads;
-    if (at < p.n) ptx::st_global(p.dst + at, v[i]);
-  }
+  if (first + static_cast<int64_t>(kThreads) * VECS <= p.n) stream_vectors<VECS, R, W, false>(p, base);  // uniform
+  else stream_vectors<VECS, R, W, true>(p, base);
 }
 
 using StreamCopyFn = void (*)(StreamCopyParams);
 
-// nullptr for a count not instantiated (1, 2, 4, 8 are).
-inline StreamCopyFn stream_copy_kernel_for(int vecs) {
+template <int R, int W>
+StreamCopyFn stream_copy_kernel_for_vecs(int vecs) {
+  // Instantiated where R x VECS <= kMaxLoadsPerThread (the loads one thread holds at once).
   switch (vecs) {
-    case 1: return stream_copy_kernel<1>;
-    case 2: return stream_copy_kernel<2>;
-    case 4: return stream_copy_kernel<4>;
-    case 8: return stream_copy_kernel<kMaxVecs>;
-    default: return nullptr;
+    case 1: return stream_copy_kernel<1, R, W>;
+    case 2: if constexpr (2 * R <= kMaxLoadsPerThread) return stream_copy_kernel<2, R, W>; break;
+    case 4: if constexpr (4 * R <= kMaxLoadsPerThread) return stream_copy_kernel<4, R, W>; break;
+    case 8: if constexpr (8 * R <= kMaxLoadsPerThread) return stream_copy_kernel<8, R, W>; break;
+    default: break;
   }
+  return nullptr;
 }
+
+// nullptr where no kernel is instantiated (op.cpp's validation admits the same set).
+inline StreamCopyFn stream_copy_kernel_for(int vecs, int reads, int writes) {
+  if (reads == 1 && writes == 1) return stream_copy_kernel_for_vecs<1, 1>(vecs);
+  if (reads == 2 && writes == 1) return stream_copy_kernel_for_vecs<2, 1>(vecs);
+  if (reads == 4 && writes == 1) return stream_copy_kernel_for_vecs<4, 1>(vecs);
+  if (reads == 1 && writes == 2) return stream_copy_kernel_for_vecs<1, 2>(vecs);
+  if (reads == 1 && writes == 4) return stream_copy_kernel_for_vecs<1, 4>(vecs);
+  return nullptr;
+}
+
+// The (reads, writes) mixes instantiated, in order: an index for per-kernel host state.
+inline int stream_mix_index(int reads, int writes) {
+  if (writes == 1) return reads == 1 ? 0 : reads == 2 ? 1 : reads == 4 ? 2 : -1;
+  if (reads == 1) return writes == 2 ? 3 : writes == 4 ? 4 : -1;
+  return -1;
+}
+inline constexpr int kNumStreamMixes = 5;
 
 inline int64_t stream_copy_blocks(int64_t n, int vecs) {
   const int64_t per_block = static_cast<int64_t>(kThreads) * vecs;

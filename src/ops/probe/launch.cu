@@ -16,15 +16,16 @@ namespace tejas::probe {
 
 namespace {
 
-// The dynamic shared memory each kernel was last allowed (cudaFuncSetAttribute), per vector
-// count: set again only when a launch needs more, so timed launches make no attribute call.
-std::atomic<int> g_allowed_smem[kMaxVecs + 1];
+// The dynamic shared memory each kernel was last allowed (cudaFuncSetAttribute), per read /
+// write mix and vector count: set again only when a launch needs more, so timed launches make
+// no attribute call.
+std::atomic<int> g_allowed_smem[kNumStreamMixes][kMaxVecs + 1];
 
 }  // namespace
 
 Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const TensorView& src, const TensorView& dst,
                                int64_t n, const StreamCopyOptions& o, StreamCopyLaunch* l, bool want_occupancy) {
-  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs);
+  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs, o.reads, o.writes);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
   l->blocks = stream_copy_blocks(n, o.vecs);
   if (l->blocks > 0x7fffffff)
@@ -38,11 +39,11 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
     const int want = smem_per_sm / o.blocks_per_sm - reserved;
     smem = static_cast<size_t>(want < 0 ? 0 : (want > optin ? optin : want));
   }
-  if (static_cast<int>(smem) > g_allowed_smem[o.vecs].load()) {
+  if (static_cast<int>(smem) > g_allowed_smem[stream_mix_index(o.reads, o.writes)][o.vecs].load()) {
     TEJAS_RETURN_IF_ERROR(detail::cuda_status(
         op, cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
         "cudaFuncSetAttribute"));
-    g_allowed_smem[o.vecs].store(optin);
+    g_allowed_smem[stream_mix_index(o.reads, o.writes)][o.vecs].store(optin);
   }
   l->dynamic_smem_bytes = smem;
   if (want_occupancy) {

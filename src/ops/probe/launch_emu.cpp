@@ -9,7 +9,7 @@ namespace tejas::probe {
 Status launch_stream_copy_emu(const char* op, const ExecContext& ctx, const TensorView& src, const TensorView& dst,
                               int64_t n, const StreamCopyOptions& o, StreamCopyLaunch* l) {
   detail::begin_emulator_call();
-  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs);
+  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs, o.reads, o.writes);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
   l->blocks = stream_copy_blocks(n, o.vecs);
   detail::EmuBuffers buffers({{&src, emu::Access::read}, {&dst, emu::Access::write}});

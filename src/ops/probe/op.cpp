@@ -1,5 +1,5 @@
 // stream_copy (probe.h): validation, backend choice, dispatch.
-#include <cstring>
+#include <cstdint>
 #include <string>
 
 #include "ops/probe/launch.h"
@@ -11,26 +11,56 @@ namespace {
 
 constexpr const char* kOp = "stream_copy";
 
+// The mixes kernel.cuh instantiates: (1, 1), (2, 1), (4, 1), (1, 2), (1, 4).
+bool mix_supported(int reads, int writes) {
+  return (writes == 1 && (reads == 1 || reads == 2 || reads == 4)) || (reads == 1 && (writes == 2 || writes == 4));
+}
+
 Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOptions& o) {
   detail::Validator v(kOp);
   v.defined(src, "src").defined(dst, "dst");
   v.dtype_in(src, "src", {DType::u8}).same_dtype(dst, "dst", src, "src");
   v.rank(src, "src", 1).rank(dst, "dst", 1);
-  if (!v.ok()) return v.status();
-  v.contiguous(src, "src").contiguous(dst, "dst");
-  v.same_shape(dst, "dst", src, "src");
-  v.require(src.shape[0] > 0 && src.shape[0] % kVecBytes == 0,
-            "stream_copy: src: expected a positive multiple of " + std::to_string(kVecBytes) + " bytes, got " +
-                std::to_string(src.shape[0]));
-  v.aligned(src, "src", kVecBytes).aligned(dst, "dst", kVecBytes);
+  v.require(mix_supported(o.reads, o.writes),
+            "stream_copy: options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
+                std::to_string(o.reads) + " / " + std::to_string(o.writes));
   v.require(o.vecs == 1 || o.vecs == 2 || o.vecs == 4 || o.vecs == kMaxVecs,
             "stream_copy: options.vecs: expected 1, 2, 4 or 8, got " + std::to_string(o.vecs));
   v.require(o.blocks_per_sm >= 0 && o.blocks_per_sm <= kMaxBlocksPerSm,
             "stream_copy: options.blocks_per_sm: expected 0 (no cap) .. " + std::to_string(kMaxBlocksPerSm) +
                 ", got " + std::to_string(o.blocks_per_sm));
+  if (!v.ok()) return v.status();
+  v.require(o.reads * o.vecs <= kMaxLoadsPerThread,
+            "stream_copy: options.vecs: expected reads x vecs <= " + std::to_string(kMaxLoadsPerThread) + ", got " +
+                std::to_string(o.reads) + " x " + std::to_string(o.vecs));
+  v.contiguous(src, "src").contiguous(dst, "dst");
+  if (!v.ok()) return v.status();
+  const int64_t plane = int64_t{kVecBytes} * o.reads;
+  v.require(src.shape[0] > 0 && src.shape[0] % plane == 0,
+            "stream_copy: src: expected a positive multiple of " + std::to_string(plane) + " bytes (" +
+                std::to_string(o.reads) + " planes of 16-byte vectors), got " + std::to_string(src.shape[0]));
+  if (!v.ok()) return v.status();
+  const int64_t n = src.shape[0] / plane;
+  v.require(dst.shape[0] == n * kVecBytes * o.writes,
+            "stream_copy: dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" +
+                std::to_string(o.writes) + " planes of src's " + std::to_string(n) + " vectors), got " +
+                std::to_string(dst.shape[0]));
+  v.aligned(src, "src", kVecBytes).aligned(dst, "dst", kVecBytes);
   v.same_device({{"src", &src}, {"dst", &dst}});
   v.no_overlap(dst, "dst", src, "src");
   return v.status();
+}
+
+// dst plane w = XOR of the source planes, byte by byte.
+void reference(const TensorView& src, const TensorView& dst, int64_t n, const StreamCopyOptions& o) {
+  const auto* in = static_cast<const uint8_t*>(src.data);
+  auto* out = static_cast<uint8_t*>(dst.data);
+  const int64_t bytes = n * kVecBytes;
+  for (int64_t i = 0; i < bytes; ++i) {
+    uint8_t x = 0;
+    for (int r = 0; r < o.reads; ++r) x = static_cast<uint8_t>(x ^ in[r * bytes + i]);
+    for (int w = 0; w < o.writes; ++w) out[w * bytes + i] = x;
+  }
 }
 
 }  // namespace
@@ -43,10 +73,10 @@ Status stream_copy(const ExecContext& ctx, const TensorView& src, const TensorVi
   StreamCopyLaunch local;
   StreamCopyLaunch& l = launch ? *launch : local;
   l = StreamCopyLaunch{};
-  const int64_t n = src.shape[0] / kVecBytes;
+  const int64_t n = src.shape[0] / (int64_t{kVecBytes} * options.reads);
   switch (backend) {
     case Backend::reference:
-      std::memcpy(dst.data, src.data, static_cast<size_t>(src.shape[0]));
+      reference(src, dst, n, options);
       return Status::Ok();
     case Backend::emulator:
       return launch_stream_copy_emu(kOp, ctx, src, dst, n, options, &l);

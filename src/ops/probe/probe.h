@@ -15,12 +15,16 @@ namespace tejas::probe {
 
 inline constexpr int kThreads = 256;        // per block
 inline constexpr int kVecBytes = 16;        // one ld/st .v4.u32
-inline constexpr int kMaxVecs = 8;          // vectors per thread: 1, 2, 4 or 8
+inline constexpr int kMaxVecs = 8;          // vectors per thread and plane: 1, 2, 4 or 8
+inline constexpr int kMaxLoadsPerThread = 8;  // reads x vecs
 inline constexpr int kMaxBlocksPerSm = 32;  // the hardware's cap on resident blocks
 
 struct StreamCopyOptions {
-  int vecs = 1;           // 16-byte vectors each thread loads (all issued before its stores)
+  int vecs = 1;           // 16-byte vectors each thread takes per plane (all loads issued before its stores)
   int blocks_per_sm = 0;  // resident blocks per SM to allow (cuda: by dynamic shared memory); 0 = no cap
+  // The read : write mix: (1, 1) a copy; (2, 1), (4, 1) read-heavy like quantization and gated
+  // activations; (1, 2), (1, 4) write-heavy like dequantization. reads x vecs <= 8.
+  int reads = 1, writes = 1;
 };
 
 struct StreamCopyLaunch {
@@ -30,9 +34,10 @@ struct StreamCopyLaunch {
   int resident_blocks_per_sm = 0; // cuda: the occupancy API's count (asked when `launch` is given); else 0
 };
 
-// dst[i] = src[i] for the u8 vectors src and dst (rank 1, contiguous, equal sizes, a positive
-// multiple of 16 bytes, 16-byte aligned, not overlapping, one device). Backends: reference (a
-// host copy), emulator and cuda. `launch` (may be null) receives the launch shape.
+// src is `reads` planes of n 16-byte vectors, dst `writes` planes of n: every destination plane
+// gets the XOR of the source planes (a copy when reads = writes = 1). u8 vectors, rank 1,
+// contiguous, 16-byte aligned, not overlapping, one device, n >= 1. Backends: reference (host
+// code), emulator and cuda. `launch` (may be null) receives the launch shape.
 Status stream_copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst,
                    const StreamCopyOptions& options, StreamCopyLaunch* launch = nullptr);
 
