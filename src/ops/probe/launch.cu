@@ -1,11 +1,15 @@
-// stream_copy on the GPU. A residency cap of B blocks per SM is set through dynamic shared
-// memory: each block asks for (shared memory per SM) / B - (reserved per block), so B blocks fit
-// and B + 1 do not; registers and the 2048-thread limit may cap it lower, which the occupancy
-// API's count (StreamCopyLaunch::resident_blocks_per_sm, asked only when the caller wants the
-// launch shape: the bench asks while preparing a row, not in the timed launches) shows.
+// stream_copy on the GPU (the current device). A residency cap of B blocks per SM is set through
+// dynamic shared memory: each block asks for (shared memory per SM / B, rounded down to the
+// 128-byte allocation unit) - (reserved per block), so B blocks fit and B + 1 do not (for B <= 8:
+// with the unit ignored, B = 5 and 7 fitted one block fewer on an H200, B = 3 on an A100), with
+// the kernel's preferred carveout at the maximum so that the SM's shared memory is all there.
+// Registers and the 2048-thread limit may cap it lower, which the occupancy API's count
+// (StreamCopyLaunch::resident_blocks_per_sm, asked only when the caller wants the launch shape:
+// the bench asks while preparing a row, not in the timed launches) shows.
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "ops/common/cuda_check.h"
@@ -16,10 +20,32 @@ namespace tejas::probe {
 
 namespace {
 
-// The dynamic shared memory each kernel was last allowed (cudaFuncSetAttribute), per read /
-// write mix and vector count: set again only when a launch needs more, so timed launches make
-// no attribute call.
-std::atomic<int> g_allowed_smem[kNumStreamMixes][kMaxVecs + 1];
+constexpr int kSmemUnit = 128;  // shared memory allocation granularity (sm_80, sm_90)
+
+// Per device: its shared-memory sizes, and which kernels have been given the opt-in maximum and
+// the max-shared carveout (cudaFuncSetAttribute), so that timed launches query nothing.
+struct DeviceState {
+  int smem_per_sm = 0, reserved = 0, optin = 0;
+  bool raised[kNumStreamMixes][kMaxVecs + 1] = {};
+};
+std::mutex g_mutex;
+std::map<int, DeviceState> g_devices;
+
+Status device_state(const char* op, int device, DeviceState** out) {
+  auto it = g_devices.find(device);
+  if (it == g_devices.end()) {
+    DeviceState d;
+    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+        op, cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device), "cudaDeviceGetAttribute"));
+    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+        op, cudaDeviceGetAttribute(&d.reserved, cudaDevAttrReservedSharedMemoryPerBlock, device), "cudaDeviceGetAttribute"));
+    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+        op, cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
+    it = g_devices.emplace(device, d).first;
+  }
+  *out = &it->second;
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -28,22 +54,27 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
   const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs, o.reads, o.writes);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
   l->blocks = stream_copy_blocks(n, o.vecs);
-  if (l->blocks > 0x7fffffff)
-    return Status::Unsupported(std::string(op) + ": src: " + std::to_string(n) + " vectors need more than 2^31 - 1 blocks");
-  int smem_per_sm = 0, reserved = 0, optin = 0;
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, src.device_index), "cudaDeviceGetAttribute"));
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, src.device_index), "cudaDeviceGetAttribute"));
-  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, src.device_index), "cudaDeviceGetAttribute"));
+  int device = 0;
+  TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaGetDevice(&device), "cudaGetDevice"));
   size_t smem = 0;
-  if (o.blocks_per_sm > 0) {
-    const int want = smem_per_sm / o.blocks_per_sm - reserved;
-    smem = static_cast<size_t>(want < 0 ? 0 : (want > optin ? optin : want));
-  }
-  if (static_cast<int>(smem) > g_allowed_smem[stream_mix_index(o.reads, o.writes)][o.vecs].load()) {
-    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-        op, cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, optin),
-        "cudaFuncSetAttribute"));
-    g_allowed_smem[stream_mix_index(o.reads, o.writes)][o.vecs].store(optin);
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    DeviceState* d = nullptr;
+    TEJAS_RETURN_IF_ERROR(device_state(op, device, &d));
+    if (o.blocks_per_sm > 0) {
+      const int want = d->smem_per_sm / o.blocks_per_sm / kSmemUnit * kSmemUnit - d->reserved;
+      smem = static_cast<size_t>(want < 0 ? 0 : (want > d->optin ? d->optin : want));
+    }
+    bool& raised = d->raised[stream_mix_index(o.reads, o.writes)][o.vecs];
+    if (!raised) {
+      const void* fn = reinterpret_cast<const void*>(kernel);
+      TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+          op, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, d->optin), "cudaFuncSetAttribute"));
+      TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+          op, cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+          "cudaFuncSetAttribute"));
+      raised = true;
+    }
   }
   l->dynamic_smem_bytes = smem;
   if (want_occupancy) {

@@ -16,35 +16,36 @@ bool mix_supported(int reads, int writes) {
   return (writes == 1 && (reads == 1 || reads == 2 || reads == 4)) || (reads == 1 && (writes == 2 || writes == 4));
 }
 
+// Messages are built only for a failed rule (this runs in every timed bench launch).
 Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOptions& o) {
   detail::Validator v(kOp);
   v.defined(src, "src").defined(dst, "dst");
   v.dtype_in(src, "src", {DType::u8}).same_dtype(dst, "dst", src, "src");
   v.rank(src, "src", 1).rank(dst, "dst", 1);
-  v.require(mix_supported(o.reads, o.writes),
-            "stream_copy: options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
-                std::to_string(o.reads) + " / " + std::to_string(o.writes));
-  v.require(o.vecs == 1 || o.vecs == 2 || o.vecs == 4 || o.vecs == kMaxVecs,
-            "stream_copy: options.vecs: expected 1, 2, 4 or 8, got " + std::to_string(o.vecs));
-  v.require(o.blocks_per_sm >= 0 && o.blocks_per_sm <= kMaxBlocksPerSm,
-            "stream_copy: options.blocks_per_sm: expected 0 (no cap) .. " + std::to_string(kMaxBlocksPerSm) +
-                ", got " + std::to_string(o.blocks_per_sm));
+  if (!mix_supported(o.reads, o.writes))
+    v.require(false, "options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
+                         std::to_string(o.reads) + " / " + std::to_string(o.writes));
+  if (!(o.vecs == 1 || o.vecs == 2 || o.vecs == 4 || o.vecs == kMaxVecs))
+    v.require(false, "options.vecs: expected 1, 2, 4 or 8, got " + std::to_string(o.vecs));
+  if (o.blocks_per_sm < 0 || o.blocks_per_sm > kMaxBlocksPerSm)
+    v.require(false, "options.blocks_per_sm: expected 0 (no cap) .. " + std::to_string(kMaxBlocksPerSm) + ", got " +
+                         std::to_string(o.blocks_per_sm));
   if (!v.ok()) return v.status();
-  v.require(o.reads * o.vecs <= kMaxLoadsPerThread,
-            "stream_copy: options.vecs: expected reads x vecs <= " + std::to_string(kMaxLoadsPerThread) + ", got " +
-                std::to_string(o.reads) + " x " + std::to_string(o.vecs));
+  if (o.reads * o.vecs > kMaxLoadsPerThread)
+    v.require(false, "options.vecs: expected reads x vecs <= " + std::to_string(kMaxLoadsPerThread) + ", got " +
+                         std::to_string(o.reads) + " x " + std::to_string(o.vecs));
   v.contiguous(src, "src").contiguous(dst, "dst");
   if (!v.ok()) return v.status();
   const int64_t plane = int64_t{kVecBytes} * o.reads;
-  v.require(src.shape[0] > 0 && src.shape[0] % plane == 0,
-            "stream_copy: src: expected a positive multiple of " + std::to_string(plane) + " bytes (" +
-                std::to_string(o.reads) + " planes of 16-byte vectors), got " + std::to_string(src.shape[0]));
+  if (src.shape[0] <= 0 || src.shape[0] % plane != 0)
+    v.require(false, "src: expected a positive multiple of " + std::to_string(plane) + " bytes (" +
+                         std::to_string(o.reads) + " planes of 16-byte vectors), got " + std::to_string(src.shape[0]));
   if (!v.ok()) return v.status();
   const int64_t n = src.shape[0] / plane;
-  v.require(dst.shape[0] == n * kVecBytes * o.writes,
-            "stream_copy: dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" +
-                std::to_string(o.writes) + " planes of src's " + std::to_string(n) + " vectors), got " +
-                std::to_string(dst.shape[0]));
+  if (dst.shape[0] != n * kVecBytes * o.writes)
+    v.require(false, "dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" +
+                         std::to_string(o.writes) + " planes of src's " + std::to_string(n) + " vectors), got " +
+                         std::to_string(dst.shape[0]));
   v.aligned(src, "src", kVecBytes).aligned(dst, "dst", kVecBytes);
   v.same_device({{"src", &src}, {"dst", &dst}});
   v.no_overlap(dst, "dst", src, "src");
@@ -74,6 +75,10 @@ Status stream_copy(const ExecContext& ctx, const TensorView& src, const TensorVi
   StreamCopyLaunch& l = launch ? *launch : local;
   l = StreamCopyLaunch{};
   const int64_t n = src.shape[0] / (int64_t{kVecBytes} * options.reads);
+  const int64_t blocks = stream_copy_blocks(n, options.vecs);
+  if (backend != Backend::reference && blocks > kMaxGridBlocks)
+    return Status::Unsupported(std::string(kOp) + ": src: " + std::to_string(n) + " vectors per plane need " +
+                               std::to_string(blocks) + " blocks, more than 2^31 - 1");
   switch (backend) {
     case Backend::reference:
       reference(src, dst, n, options);

@@ -17,7 +17,8 @@ inline constexpr int kThreads = 256;        // per block
 inline constexpr int kVecBytes = 16;        // one ld/st .v4.u32
 inline constexpr int kMaxVecs = 8;          // vectors per thread and plane: 1, 2, 4 or 8
 inline constexpr int kMaxLoadsPerThread = 8;  // reads x vecs
-inline constexpr int kMaxBlocksPerSm = 32;  // the hardware's cap on resident blocks
+inline constexpr int kMaxBlocksPerSm = 2048 / kThreads;  // 2048 threads per SM (sm_80, sm_90)
+inline constexpr int64_t kMaxGridBlocks = (int64_t{1} << 31) - 1;
 
 struct StreamCopyOptions {
   int vecs = 1;           // 16-byte vectors each thread takes per plane (all loads issued before its stores)
@@ -33,6 +34,12 @@ struct StreamCopyLaunch {
   size_t dynamic_smem_bytes = 0;  // what caps the residency (cuda; 0 without a cap, and on the emulator)
   int resident_blocks_per_sm = 0; // cuda: the occupancy API's count (asked when `launch` is given); else 0
 };
+
+// Blocks of the launch for n vectors per plane at `vecs` per thread.
+inline int64_t stream_copy_blocks(int64_t n, int vecs) {
+  const int64_t per_block = int64_t{kThreads} * vecs;
+  return (n + per_block - 1) / per_block;
+}
 
 // src is `reads` planes of n 16-byte vectors, dst `writes` planes of n: every destination plane
 // gets the XOR of the source planes (a copy when reads = writes = 1). u8 vectors, rank 1,
