@@ -54,10 +54,12 @@ __device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_
   }
 }
 
-// The bench's 8-block rows (copies with <= 4 loads per thread) ask ptxas for 8 resident blocks
-// (<= 32 registers): at 30 they fitted exactly, with no margin for a compiler change.
+// No minimum blocks in __launch_bounds__: asking for 8 (<= 32 registers) made ptxas store the
+// first vector of stream_copy_kernel<4, 1, 1> before loading the fourth (3 loads in flight, not
+// 4); at its own 30 registers the 8-block rows fit, and a row that stops fitting is reported
+// unsupported by the bench.
 template <int VECS, int R, int W>
-__global__ void __launch_bounds__(kThreads, R * VECS <= 4 && W == 1 ? kMaxBlocksPerSm : 0)
+__global__ void __launch_bounds__(kThreads)
     stream_copy_kernel(const StreamCopyParams p) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * VECS;
   const int64_t base = first + static_cast<int>(threadIdx.x);
