@@ -5,6 +5,7 @@
 // as every inlined call is its own instruction on the GPU.
 #pragma once
 #include "device/numeric/convert.h"
+#include "device/numeric/exact_round.h"  // num::kF32Max
 #include "device/numeric/storage.h"  // num::AccessWord
 #include "device/prelude.h"
 #include "device/ptx/ld_st.h"
@@ -16,7 +17,7 @@ namespace tejas::norm {
 inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/prelude.h)
 
 inline constexpr int kMaxAccessBytes = 16;
-inline constexpr float kF32Max = 3.40282346638528859811704183484516925e38f;  // FLT_MAX
+using num::kF32Max;  // FLT_MAX
 
 template <DType D>
 inline constexpr int kElemBytes = dtype_bits(D) / 8;
