@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The memcpy bench's stream_copy rows as one short table: % of the copy floor against KiB of
+loads in flight per SM, for the 1 : 1 copy (by blocks per SM and loads per thread) and for each
+read / write mix (docs/kernels/stream_copy.md). Reads a `tejas bench --json` file.
+
+  tools/stream_curve.py BENCH.json     the table (nothing when the file has no measured rows)
+  tools/stream_curve.py --self-test    checks the parsing on a made-up report (run by CTest)
+"""
+import json
+import re
+import sys
+
+SHAPE = re.compile(r"(?:(\d+) read : (\d+) written, )?(\d+) x 256 threads per SM, .*: (\d+) KiB of loads in flight")
+
+
+def curve(rows):
+    """[(mix, blocks, kib, pct)] of the measured stream_copy rows, mix "1:1", "2:1", ..."""
+    out = []
+    for r in rows:
+        if r.get("op") != "stream_copy" or r.get("pct_of_floor") is None:
+            continue
+        m = SHAPE.search(r.get("shape", ""))
+        if not m:
+            continue
+        mix = f"{m.group(1) or 1}:{m.group(2) or 1}"
+        out.append((mix, int(m.group(3)), int(m.group(4)), float(r["pct_of_floor"])))
+    return out
+
+
+def table(points):
+    lines = []
+    copy = sorted(p for p in points if p[0] == "1:1")
+    if copy:
+        lines.append("stream_copy 1:1 (% of the copy floor at KiB in flight per SM, by blocks of 256 per SM):")
+        for blocks in sorted({p[1] for p in copy}):
+            cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(copy, key=lambda p: p[2]) if b == blocks)
+            lines.append(f"  {blocks} blocks: {cells}")
+    mixes = sorted(p for p in points if p[0] != "1:1")
+    for mix in sorted({p[0] for p in mixes}):
+        cells = ", ".join(f"{kib} KiB {pct:.0f}%" for m, _, kib, pct in sorted(mixes, key=lambda p: p[2]) if m == mix)
+        lines.append(f"stream_copy {mix}: {cells}")
+    return lines
+
+
+def self_test():
+    rows = [
+        {"op": "stream_copy", "shape": "256 MiB, 2 x 256 threads per SM, 4 x 16 B per thread: 32 KiB of loads in flight per SM",
+         "pct_of_floor": 88.4},
+        {"op": "stream_copy", "shape": "256 MiB, 1 x 256 threads per SM, 1 x 16 B per thread: 4 KiB of loads in flight per SM",
+         "pct_of_floor": 20.0},
+        {"op": "stream_copy", "shape": "128 MiB planes, 1 read : 2 written, 2 x 256 threads per SM, 4 x 16 B per thread: "
+         "32 KiB of loads in flight per SM", "pct_of_floor": 61.0},
+        {"op": "stream_copy", "shape": "256 MiB, 8 x 256 threads per SM, 1 x 16 B per thread: 32 KiB of loads in flight per SM",
+         "pct_of_floor": None},
+        {"op": "rms_norm", "shape": "T=1 H=4096 bf16", "pct_of_floor": 1.0},
+    ]
+    pts = curve(rows)
+    assert pts == [("1:1", 2, 32, 88.4), ("1:1", 1, 4, 20.0), ("1:2", 2, 32, 61.0)], pts
+    t = table(pts)
+    assert t[1] == "  1 blocks: 4 KiB 20%", t
+    assert t[2] == "  2 blocks: 32 KiB 88%", t
+    assert t[3] == "stream_copy 1:2: 32 KiB 61%", t
+    assert table([]) == []
+    print("stream_curve self-test: ok")
+    return 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    if len(argv) != 2 or argv[1].startswith("-"):
+        sys.stderr.write(__doc__)
+        return 2
+    with open(argv[1]) as f:
+        rows = json.load(f).get("rows", [])
+    for line in table(curve(rows)):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
