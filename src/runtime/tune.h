@@ -21,6 +21,8 @@
 //                          find them in L2 (default 0 = none)
 //   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2 (default 1)
+//   rope.v_prefetch=0..1   rope_kv_cache_write: 1 (default) = each thread prefetches its first v
+//                          vector into L2 at the start; 0 = v is first read at the copy
 #pragma once
 #include <string>
 
@@ -38,6 +40,7 @@ struct Tune {
   int quant_max_grid = 0;
   int dequant_steps = 2;
   int rope_heads = 1;
+  int rope_v_prefetch = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int norm_prefetch_rows = 0;
