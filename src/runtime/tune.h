@@ -21,8 +21,10 @@
 //                          find them in L2 (default 0 = none)
 //   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2 (default 1)
-//   rope.v_prefetch=0..1   rope_kv_cache_write: 1 (default) = each thread prefetches its first v
-//                          vector into L2 at the start; 0 = v is first read at the copy
+//   rope.v_prefetch=0..1   rope_kv_cache_write: 1 = each thread prefetches its first v vector into
+//                          L2 at its start; 0 (default) = v is first read at the copy
+//   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
+//                          into L2 before loading the position; 0 (default) = no prefetch
 #pragma once
 #include <string>
 
@@ -40,7 +42,8 @@ struct Tune {
   int quant_max_grid = 0;
   int dequant_steps = 2;
   int rope_heads = 1;
-  int rope_v_prefetch = 1;
+  int rope_v_prefetch = 0;
+  int rope_head_prefetch = 0;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int norm_prefetch_rows = 0;

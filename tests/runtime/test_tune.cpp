@@ -85,15 +85,19 @@ TEST(Tune, RopeHeadsIsOneOrTwo) {
   EXPECT_FALSE(parse_tune("rope.early_loads=1", &t, &why));  // retired with its kernels
 }
 
-// rope.v_prefetch: 1 (the default) or 0.
-TEST(Tune, RopeVPrefetchIsZeroOrOne) {
+// rope.v_prefetch and rope.head_prefetch: 0 (the defaults) or 1.
+TEST(Tune, RopePrefetchesAreZeroOrOne) {
   Tune t;
   std::string why;
-  EXPECT_EQ(t.rope_v_prefetch, 1);
-  EXPECT_TRUE(parse_tune("rope.v_prefetch=0", &t, &why)) << why;
   EXPECT_EQ(t.rope_v_prefetch, 0);
+  EXPECT_EQ(t.rope_head_prefetch, 0);
+  EXPECT_TRUE(parse_tune("rope.v_prefetch=1,rope.head_prefetch=1", &t, &why)) << why;
+  EXPECT_EQ(t.rope_v_prefetch, 1);
+  EXPECT_EQ(t.rope_head_prefetch, 1);
   EXPECT_FALSE(parse_tune("rope.v_prefetch=2", &t, &why));
   EXPECT_NE(why.find("rope.v_prefetch: expected 0..1, got '2'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_tune("rope.head_prefetch=-1", &t, &why));
+  EXPECT_NE(why.find("rope.head_prefetch: expected 0..1"), std::string::npos) << why;
 }
 
 TEST(Tune, ScopedOverrideRestoresThePrevious) {

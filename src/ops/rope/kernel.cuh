@@ -195,6 +195,29 @@ __device__ __forceinline__ int64_t slot_at(const RopeParams& p, const Loaded<int
 template <int VEC, bool kNeox>
 inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 
+// The q/k vectors of column `col` of the first step's heads (h = lane + i * head_lanes, i <
+// kHeads) into L2, before the position is loaded: the head loads that follow its wait find them
+// there. `t` comes through ptx::mov_opaque, so these addresses are computed apart from the
+// loads' (shared, they would stay live in registers from here to the head loop).
+template <class S, int VEC, bool kNeox, int kHeads>
+__device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, int col, int lane) {
+  using Raw = typename S::Raw;
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
+  constexpr int kAccesses = 2 * P / kLoad;
+  const int64_t i0 = static_cast<int64_t>(col) * P;
+  const int heads = static_cast<int>(p.Hq + p.Hk);
+  #pragma unroll
+  for (int i = 0; i < kHeads; ++i) {
+    const int h = lane + i * p.head_lanes;
+    if (h >= heads) break;
+    const Raw* x = h >= p.Hq ? static_cast<const Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
+                             : static_cast<const Raw*>(p.q) + t * p.q_tok + h * p.q_head;
+    #pragma unroll
+    for (int a = 0; a < kAccesses; ++a) ptx::prefetch_l2(x + (kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad));
+  }
+}
+
 // Rotation column `col` of every q and k head this thread walks; k rows also go to the cache
 // when the token has a slot. kHeads: heads whose loads a thread issues together before it waits
 // (lanes walk h = lane, lane + head_lanes, ... kHeads at a time): kHeads x 2P elements in flight
@@ -313,13 +336,19 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   const int lane = local / p.col_threads;
   Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
+  // TEJAS_TUNE rope.head_prefetch=1 (off by default until the GPU A/B times it): the first
+  // step's head rows into L2 before the position load, when the thread's first column rotates.
+  if (p.head_prefetch && local % p.col_threads < p.rot_cols) {
+    if (p.neox) impl::prefetch_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+    else impl::prefetch_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+  }
   // The thread's first v vector, prefetched into L2 at the start: the v copy at the end finds
   // it there instead of making a DRAM trip of its own after the heads'. Skipped tokens' v is
   // prefetched too (their slot is not known yet: judging it here would wait for it). NOTES:
   // loading that vector into registers beside the head loads instead (after the position's wait,
   // the slot known) held it through the head loop: sm_90a VEC 8 80 -> 98 registers (Llama-8B's
   // 320-thread blocks: 1 per SM instead of 2); an L2 prefetch there still cost 6-8 registers.
-  // TEJAS_TUNE rope.v_prefetch=0 turns it off (the GPU A/B).
+  // TEJAS_TUNE rope.v_prefetch=1 turns it on (off by default until the GPU A/B times it).
   if (p.v_prefetch && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC))
     ptx::prefetch_l2(impl::v_vector<S, VEC>(p, t, local));
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {

@@ -31,6 +31,7 @@ struct RopeParams {
   int64_t sec_end0, sec_end1;  // first pair of position rows 1 and 2 (rope: half, half)
   bool pos_i64, cos_f32, neox;
   bool v_prefetch;  // with caches: prefetch each thread's first v vector into L2 at the start
+  bool head_prefetch;  // prefetch each thread's first q/k head rows into L2 before the position load
   KvKind kv_kind;
   int rot_cols, pass_cols, col_threads, head_lanes, tokens_per_block;
 };

@@ -103,6 +103,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.cos_f32 = a.cos_sin.dtype == DType::f32;
   p.neox = a.style == RopeStyle::neox;
   p.v_prefetch = detail::tune().rope_v_prefetch != 0;
+  p.head_prefetch = detail::tune().rope_head_prefetch != 0;
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;

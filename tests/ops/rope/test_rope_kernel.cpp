@@ -127,6 +127,20 @@ TEST(RopeKernel, TwoHeadsVariantMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
+// rope.head_prefetch=1 (first head rows into L2 before the position load) changes no result, with
+// one and two heads in flight.
+TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    detail::Tune t;
+    t.rope_heads = heads;
+    t.rope_head_prefetch = 1;
+    const detail::ScopedTuneOverride prefetch(t);
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
+}
+
 // TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
 TEST(RopeKernel, HeadsInFlightFollowTheTune) {
   HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64});

@@ -128,12 +128,14 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
-// rope.v_prefetch=0 (the A/B's other side) changes no result: the prefetch only moves lines to L2.
-TEST(RopeKvCacheWriteKernel, NoVPrefetchVariantMatchesReference) {
+// rope.v_prefetch=1 and rope.head_prefetch=1 (the A/B's other sides) change no result: the
+// prefetches only move lines to L2.
+TEST(RopeKvCacheWriteKernel, PrefetchVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
   detail::Tune t;
-  t.rope_v_prefetch = 0;
-  const detail::ScopedTuneOverride no_prefetch(t);
+  t.rope_v_prefetch = 1;
+  t.rope_head_prefetch = 1;
+  const detail::ScopedTuneOverride prefetch(t);
   run_all(rng, Backend::emulator);
   if (check::cuda_available()) run_all(rng, Backend::cuda);
 }
@@ -150,11 +152,14 @@ TEST(RopeKvCacheWriteKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2
 // position, one slot and position per token - and stores are whole 16-byte vectors in full sectors.
 TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
-  detail::Tune no_prefetch;
-  no_prefetch.rope_v_prefetch = 0;
-  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads(), no_prefetch}) {
+  detail::Tune v_prefetch, head_prefetch, two_prefetch = ropetest::two_heads();
+  v_prefetch.rope_v_prefetch = 1;
+  head_prefetch.rope_head_prefetch = 1;
+  two_prefetch.rope_head_prefetch = 1;
+  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads(), v_prefetch, head_prefetch, two_prefetch}) {
     const detail::ScopedTuneOverride override_tune(tune);
-    SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch=" << tune.rope_v_prefetch);
+    SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch="
+                                      << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch);
     const KvShape s{4, 8, 2, 128, 128, 2, 16};
     KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
     for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
@@ -168,11 +173,13 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
     EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
     EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
     EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
-    // Each token's v vectors are prefetched into L2 once, at the start (skipped tokens' too: the
-    // slot is not judged there), unless rope.v_prefetch=0; a prefetch moves no bytes of its own
-    // in the counters.
-    EXPECT_EQ(rep.counters.global_prefetches,
-              tune.rope_v_prefetch ? static_cast<uint64_t>(s.T * s.Hk * (s.D / 8)) : 0u);
+    // Prefetches move no bytes of their own in the counters. rope.v_prefetch=1: each token's v
+    // vectors once, at the start (skipped tokens' too: the slot is not judged there);
+    // rope.head_prefetch=1: every head row's two 16-byte halves of every column once (each
+    // thread's first step holds all its heads here: 10 or 5 head lanes for 10 heads).
+    const uint64_t v_prefetches = tune.rope_v_prefetch ? s.T * s.Hk * (s.D / 8) : 0;
+    const uint64_t head_prefetches = tune.rope_head_prefetch ? s.T * (s.Hq + s.Hk) * (s.rotary / 8) : 0;
+    EXPECT_EQ(rep.counters.global_prefetches, v_prefetches + head_prefetches);
   }
 }
 
