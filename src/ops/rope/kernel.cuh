@@ -195,6 +195,20 @@ __device__ __forceinline__ int64_t slot_at(const RopeParams& p, const Loaded<int
 template <int VEC, bool kNeox>
 inline constexpr int kPairsPerColumn = kNeox ? VEC : (VEC >= 2 ? VEC / 2 : 1);
 
+// Head h of token t: q's heads, then k's.
+template <class Raw>
+__device__ __forceinline__ Raw* head_row(const RopeParams& p, int64_t t, int h) {
+  return h >= p.Hq ? static_cast<Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
+                   : static_cast<Raw*>(p.q) + t * p.q_tok + h * p.q_head;
+}
+
+// Element offset of access a (of kLoad elements) of the column whose pairs start at i0, in a
+// head row: neox A = [i0, i0 + P), B = [half + i0, ...); gptj: the 2P elements from 2 * i0.
+template <bool kNeox, int kLoad>
+__device__ __forceinline__ int64_t access_offset(const RopeParams& p, int64_t i0, int a) {
+  return kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad;
+}
+
 // The q/k vectors of column `col` of the first step's heads (h = lane + i * head_lanes, i <
 // kHeads) into L2, before the position is loaded: the head loads that follow its wait find them
 // there. `t` comes through ptx::mov_opaque, so these addresses are computed apart from the
@@ -211,10 +225,9 @@ __device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, i
   for (int i = 0; i < kHeads; ++i) {
     const int h = lane + i * p.head_lanes;
     if (h >= heads) break;
-    const Raw* x = h >= p.Hq ? static_cast<const Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
-                             : static_cast<const Raw*>(p.q) + t * p.q_tok + h * p.q_head;
+    const Raw* x = head_row<Raw>(p, t, h);
     #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) ptx::prefetch_l2(x + (kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad));
+    for (int a = 0; a < kAccesses; ++a) ptx::prefetch_l2(x + access_offset<kNeox, kLoad>(p, i0, a));
   }
 }
 
@@ -231,13 +244,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   constexpr int kAccesses = 2 * P / kLoad;
   const int64_t i0 = static_cast<int64_t>(col) * P;
   const int heads = static_cast<int>(p.Hq + p.Hk);
-  // Element offset of access a in the head row: neox A = [i0, i0 + P), B = [half + i0, ...);
-  // gptj: the 2P elements from 2 * i0.
-  const auto offset = [&](int a) -> int64_t { return kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad; };
-  const auto head_row = [&](int h) -> Raw* {
-    return h >= p.Hq ? static_cast<Raw*>(p.k) + t * p.k_tok + (h - p.Hq) * p.k_head
-                     : static_cast<Raw*>(p.q) + t * p.q_tok + h * p.q_head;
-  };
+  const auto offset = [&](int a) { return access_offset<kNeox, kLoad>(p, i0, a); };
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
   const int64_t pos = load_position(p, row, t TEJAS_NESTED_SITE);
   Loaded<float> k_scale;  // arrives with the position
@@ -252,7 +259,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     for (int i = 0; i < kHeads; ++i) {
       const int h = h0 + i * p.head_lanes;
       if (h >= heads) break;
-      const Raw* x = head_row(h);
+      const Raw* x = head_row<Raw>(p, t, h);
       #pragma unroll
       for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
     }
@@ -260,7 +267,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     for (int i = 0; i < kHeads; ++i) {
       const int h = h0 + i * p.head_lanes;
       if (h >= heads) break;
-      Raw* x = head_row(h);
+      Raw* x = head_row<Raw>(p, t, h);
       #pragma unroll
       for (int j = 0; j < P && rotate; ++j) {
         const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
