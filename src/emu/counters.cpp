@@ -160,9 +160,14 @@ void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each) {
   c.shared_wavefronts_ideal += pc.ideal;
 }
 
-void count_prefetch() {
+void count_prefetch(const void* p, const Site& site) {
   rt::current_thread();  // valid only inside a launch
   rt::g_launch->report.counters.global_prefetches++;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (rt::find_buffer(a) == nullptr && rt::want_finding(FindingKind::out_of_bounds))
+    rt::add_finding(FindingKind::out_of_bounds, a, site,
+                    "prefetch.L2 at " + rt::describe_address(a) +
+                        ": outside every registered buffer (the GPU ignores it; the address is still wrong)");
 }
 
 void count_tensor_op(const char* name) {

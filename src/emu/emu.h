@@ -269,9 +269,10 @@ void warp_collective(const char* name, uint32_t mask, bool aligned, const void* 
 // Shared-memory wavefront accounting for warp-wide matrix instructions (ldmatrix, stmatrix):
 // one call per phase of up to 8 row addresses of 16 bytes each.
 void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each);
-// A prefetch.L2 by the current thread (ptx::prefetch_l2): counted, no data moves (a GPU
-// prefetch changes no values and faults on no address).
-void count_prefetch();
+// A prefetch.L2 of `p` by the current thread (ptx::prefetch_l2): counted, no data moves (a GPU
+// prefetch changes no values and faults on no address). An address outside every registered
+// buffer is an out_of_bounds finding all the same: the kernel computed it wrong.
+void count_prefetch(const void* p, const Site& site);
 void count_tensor_op(const char* name);
 
 // cp.async: copies `cp_size` bytes (4, 8, 16) from gmem to smem, of which the last

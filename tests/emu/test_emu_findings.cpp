@@ -275,6 +275,29 @@ TEST(EmuFindings, OutOfBoundsIsReportedNotPerformed) {
   EXPECT_EQ(v[0], 20);
 }
 
+// A prefetch moves nothing and the GPU ignores a bad address, but a bad address is still a
+// kernel bug: reported as out_of_bounds, at the prefetch's line, and counted like any prefetch.
+constexpr int kPrefetchLine = __LINE__ + 2;
+__global__ void prefetch_oob(int* out, int fix) {
+  prefetch_l2(out + threadIdx.x + (fix ? 0 : 1));  // the last thread one int past the end
+  st_global(out + threadIdx.x, 1);
+}
+
+TEST(EmuFindings, PrefetchOutsideTheBuffersIsReported) {
+  constexpr int n = 32;
+  DevBuf<int> out(n, "out");
+  auto r = run1(prefetch_oob, dim3(n), 0, out.get(), 0);
+  expect_only(r, {FindingKind::out_of_bounds});
+  const auto f = findings_of(r, FindingKind::out_of_bounds);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].site.line, static_cast<uint32_t>(kPrefetchLine));
+  EXPECT_EQ(f[0].thread.x, static_cast<uint32_t>(n - 1));
+  EXPECT_EQ(r.counters.global_prefetches, static_cast<uint64_t>(n));
+  r = run1(prefetch_oob, dim3(n), 0, out.get(), 1);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_EQ(r.counters.global_prefetches, static_cast<uint64_t>(n));
+}
+
 __global__ void shared_oob(int* out, int fix) {
   int* s = dynamic_smem<int>();
   st_shared(s + threadIdx.x + (fix ? 0 : 1), 1);  // the last thread steps past the 32 ints

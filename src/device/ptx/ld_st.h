@@ -172,11 +172,11 @@ __device__ __forceinline__ void st_global_cs(T* p, const T& v TEJAS_SITE_PARAM) 
 
 // prefetch.L2: brings the line holding `p` into L2 ahead of a load that must wait for something
 // else first (PTX ISA: no state space = generic addressing). Changes no values; under emulation
-// it is counted (Counters::global_prefetches) and moves nothing.
-__device__ __forceinline__ void prefetch_l2(const void* p) {
+// it is counted (Counters::global_prefetches) and moves nothing; an address outside every
+// registered buffer is reported (out_of_bounds), though the GPU would ignore it.
+__device__ __forceinline__ void prefetch_l2(const void* p TEJAS_SITE_PARAM) {
 #if TEJAS_EMULATION
-  (void)p;
-  ::tejas::emu::count_prefetch();
+  ::tejas::emu::count_prefetch(p, site);
 #else
   asm volatile("prefetch.L2 [%0];" ::"l"(p));
 #endif

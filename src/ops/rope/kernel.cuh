@@ -306,13 +306,6 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
   }
 }
 
-// The address of v vector `it` of token t (vector it % cols of head it / cols).
-template <class S, int VEC>
-__device__ __forceinline__ const typename S::Raw* v_vector(const RopeParams& p, int64_t t, int64_t it) {
-  const int64_t cols = p.D / VEC, h = it / cols, d0 = (it % cols) * VEC;
-  return static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0;
-}
-
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
 // consecutive vectors of a row).
 template <class S, int VEC>
@@ -325,7 +318,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
-    load_vec<VEC, true>(v_vector<S, VEC>(p, t, it), r TEJAS_NESTED_SITE);
+    load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
     store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
   }
@@ -356,8 +349,11 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // the slot known) held it through the head loop: sm_90a VEC 8 80 -> 98 registers (Llama-8B's
   // 320-thread blocks: 1 per SM instead of 2); an L2 prefetch there still cost 6-8 registers.
   // TEJAS_TUNE rope.v_prefetch=1 turns it on (off by default until the GPU A/B times it).
-  if (p.v_prefetch && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC))
-    ptx::prefetch_l2(impl::v_vector<S, VEC>(p, t, local));
+  if (p.v_prefetch && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC)) {
+    const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
+    ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + (local / cols) * p.v_head +
+                     (local % cols) * VEC);
+  }
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
     if (col >= p.rot_cols) {
       const int64_t slot = impl::slot_at(p, slot_loaded);

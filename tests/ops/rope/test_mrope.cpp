@@ -238,6 +238,18 @@ TEST(MropeKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2 (see test_
   if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
 }
 
+TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=1, one and two heads
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    detail::Tune t;
+    t.rope_heads = heads;
+    t.rope_head_prefetch = 1;
+    const detail::ScopedTuneOverride prefetch(t);
+    kernel_vs_reference(rng, Backend::emulator);
+    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
+  }
+}
+
 // Qwen2-VL shape, one token: the three position rows each feed their own cache row.
 TEST(MropeKernel, EmulatorReadsOneCacheRowPerSection) {
   TEJAS_SEEDED_TEST_RNG();
