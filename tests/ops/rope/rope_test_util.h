@@ -43,6 +43,14 @@ inline detail::Tune two_heads() {
   return t;
 }
 
+// The tune of the rope.head_prefetch=1 variant with `heads` heads in flight.
+inline detail::Tune head_prefetch(int heads) {
+  detail::Tune t;
+  t.rope_heads = heads;
+  t.rope_head_prefetch = 1;
+  return t;
+}
+
 // Kernel results against the reference (which rounds the float64 rotation once):
 // the kernels compute a*c - b*s in f32 with one fused multiply-add after one rounded product,
 // an absolute error below 2^-23 (|a| + |b|) (|c|, |s| <= 1). Rounding that f32 value to bf16/f16

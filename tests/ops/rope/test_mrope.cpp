@@ -241,10 +241,7 @@ TEST(MropeKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2 (see test_
 TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
   for (int heads : {1, 2}) {
-    detail::Tune t;
-    t.rope_heads = heads;
-    t.rope_head_prefetch = 1;
-    const detail::ScopedTuneOverride prefetch(t);
+    const detail::ScopedTuneOverride prefetch(ropetest::head_prefetch(heads));
     kernel_vs_reference(rng, Backend::emulator);
     if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
   }

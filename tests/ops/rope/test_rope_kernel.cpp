@@ -132,10 +132,7 @@ TEST(RopeKernel, TwoHeadsVariantMatchesReference) {
 TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   for (int heads : {1, 2}) {
-    detail::Tune t;
-    t.rope_heads = heads;
-    t.rope_head_prefetch = 1;
-    const detail::ScopedTuneOverride prefetch(t);
+    const detail::ScopedTuneOverride prefetch(ropetest::head_prefetch(heads));
     run_all(rng, Backend::emulator);
     if (check::cuda_available()) run_all(rng, Backend::cuda);
   }
