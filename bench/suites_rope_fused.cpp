@@ -55,29 +55,51 @@ Cost cost_rope_kv_cache_write(int64_t T, int64_t Hq, int64_t Hk, int64_t D, int6
   return c;
 }
 
-// The copy baseline moves cache-sized rows: for fp8 caches it copies the first Hk * D bytes of
-// each bf16 row (the first half of its heads, as whole bf16 values) and converts nothing, so it
-// reads less than any real fp8 write must (a lower bound).
-constexpr const char* kCopyBaselineBf16 = "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync)";
-constexpr const char* kCopyBaselineFp8 =
-    "unfused lower bound: rope + k/v row copies (cudaMemcpy2DAsync, cache bytes, no fp8 conversion)";
-
-// Copies `rows` rows of `row_bytes` from src (rows `src_pitch` bytes apart) into dst (rows
-// `dst_pitch` bytes apart) on the legacy stream, as time_launch times it.
-Status copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes, size_t rows) {
-#if TEJAS_WITH_CUDA
-  const cudaError_t e = cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice);
-  return e == cudaSuccess ? Status::Ok() : Status::CudaError(cudaGetErrorString(e));
-#else
-  (void)dst, (void)dst_pitch, (void)src, (void)src_pitch, (void)row_bytes, (void)rows;
-  return Status::Unsupported("built without CUDA (host-only build)");
-#endif
-}
+// rope_kv_cache_write's unfused sequence: rope in place, then kv_cache_write of the rotated k and
+// of v (vLLM's rotary_embedding, then reshape_and_cache).
+constexpr const char* kUnfusedKv = "unfused: rope + kv_cache_write";
 
 check::HostTensor iota(DType dt, std::vector<int64_t> shape, int64_t modulo) {
   check::HostTensor t(dt, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.set_flat(i, static_cast<double>(i % modulo));
   return t;
+}
+
+// The tensors of one KV row: positions, q, k, v, cos/sin, slots 0..T-1 (token t in cache row t),
+// caches of `cache`'s dtype and, for fp8, their scales.
+struct KvTensors {
+  TensorView pos, q, k, v, cos, slots;
+  PagedKvCache paged;
+};
+
+Status make_kv_tensors(DeviceArena& a, int64_t T, int64_t Hq, int64_t Hk, int64_t D, int64_t R, DType cache,
+                       KvTensors* t) {
+  const int64_t blocks = (T + kBlockSize - 1) / kBlockSize;
+  TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i32, {T}, kMaxPos), &t->pos));
+  TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i64, {T}, blocks * kBlockSize), &t->slots));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hq, D}, &t->q));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &t->k));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &t->v));
+  TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {kMaxPos, R}, &t->cos));
+  TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &t->paged.k_cache));
+  TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &t->paged.v_cache));
+  if (dtype_is_fp8(cache)) {
+    check::HostTensor s(DType::f32, {1});
+    s.set_flat(0, kFp8Scale);
+    TEJAS_RETURN_IF_ERROR(a.upload(s, &t->paged.k_scale));
+    TEJAS_RETURN_IF_ERROR(a.upload(s, &t->paged.v_scale));
+  }
+  return Status::Ok();
+}
+
+// k and v read once (all cached here), the cache rows written once, slots (and scales) read.
+Cost cost_kv_cache_write(int64_t T, int64_t Hk, int64_t D, DType cache) {
+  Cost c;
+  const int64_t kv_row = T * Hk * D;
+  c.flops = dtype_is_fp8(cache) ? kFp8QuantFlopsPerElem * 2.0 * static_cast<double>(kv_row) : 0.0;
+  c.bytes = 2 * tensor_bytes(DType::bf16, kv_row) + 2 * tensor_bytes(cache, kv_row) + tensor_bytes(DType::i64, T) +
+            (dtype_is_fp8(cache) ? 2 * tensor_bytes(DType::f32, 1) : 0);
+  return c;
 }
 
 void add_kv_rows(const ModelShape& m, std::vector<Workload>& out) {
@@ -89,51 +111,35 @@ void add_kv_rows(const ModelShape& m, std::vector<Workload>& out) {
                            " cache, block ", kBlockSize),
                        cost_rope_kv_cache_write(T, Hq, Hk, D, R, cache));
       w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
-        const int64_t blocks = (T + kBlockSize - 1) / kBlockSize;
-        TensorView pos, q, k, v, cos, slots, kc, vc, ks, vs;
-        TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i32, {T}, kMaxPos), &pos));
-        TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i64, {T}, blocks * kBlockSize), &slots));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hq, D}, &q));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &k));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &v));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {kMaxPos, R}, &cos));
-        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &kc));
-        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &vc));
-        PagedKvCache paged{kc, vc, {}, {}};
-        if (dtype_is_fp8(cache)) {
-          check::HostTensor s(DType::f32, {1});
-          s.set_flat(0, kFp8Scale);
-          TEJAS_RETURN_IF_ERROR(a.upload(s, &ks));
-          TEJAS_RETURN_IF_ERROR(a.upload(s, &vs));
-          paged.k_scale = ks;
-          paged.v_scale = vs;
-        }
-        *launch = [=] { return rope_kv_cache_write(cuda_ctx(), pos, q, k, v, cos, RopeStyle::neox, slots, paged); };
+        KvTensors t;
+        TEJAS_RETURN_IF_ERROR(make_kv_tensors(a, T, Hq, Hk, D, R, cache, &t));
+        *launch = [=] {
+          return rope_kv_cache_write(cuda_ctx(), t.pos, t.q, t.k, t.v, t.cos, RopeStyle::neox, t.slots, t.paged);
+        };
         return Status::Ok();
       };
-      w.baseline = dtype_is_fp8(cache) ? kCopyBaselineFp8 : kCopyBaselineBf16;
+      w.baseline = kUnfusedKv;
       w.baseline_prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
-        const int64_t blocks = (T + kBlockSize - 1) / kBlockSize;
-        TensorView pos, q, k, v, cos, kc, vc;
-        TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i32, {T}, kMaxPos), &pos));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hq, D}, &q));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &k));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::bf16, {T, Hk, D}, &v));
-        TEJAS_RETURN_IF_ERROR(a.random(DType::f32, {kMaxPos, R}, &cos));
-        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &kc));
-        TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &vc));
-        // The rows' slot mapping is 0..T-1, so token t's [Hk, D] row lands in cache row t.
-        const size_t src_pitch = static_cast<size_t>(dtype_bytes(DType::bf16, Hk * D));
-        const size_t dst_pitch = static_cast<size_t>(dtype_bytes(cache, Hk * D));
-        const size_t rows = static_cast<size_t>(T);
+        KvTensors t;
+        TEJAS_RETURN_IF_ERROR(make_kv_tensors(a, T, Hq, Hk, D, R, cache, &t));
         *launch = [=] {
-          TEJAS_RETURN_IF_ERROR(rope(cuda_ctx(), pos, q, k, cos, RopeStyle::neox));
-          TEJAS_RETURN_IF_ERROR(copy_rows(kc.data, dst_pitch, k.data, src_pitch, dst_pitch, rows));
-          return copy_rows(vc.data, dst_pitch, v.data, src_pitch, dst_pitch, rows);
+          TEJAS_RETURN_IF_ERROR(rope(cuda_ctx(), t.pos, t.q, t.k, t.cos, RopeStyle::neox));
+          return kv_cache_write(cuda_ctx(), t.k, t.v, t.slots, t.paged);
         };
         return Status::Ok();
       };
       out.push_back(std::move(w));
+
+      Workload kv = row("kv_cache_write", m,
+                        cat("T=", T, " Hk=", Hk, " D=", D, " bf16 -> ", dtype_name(cache), " cache, block ", kBlockSize),
+                        cost_kv_cache_write(T, Hk, D, cache));
+      kv.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        KvTensors t;
+        TEJAS_RETURN_IF_ERROR(make_kv_tensors(a, T, /*Hq=*/1, Hk, D, R, cache, &t));
+        *launch = [=] { return kv_cache_write(cuda_ctx(), t.k, t.v, t.slots, t.paged); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(kv));
     }
   }
 }

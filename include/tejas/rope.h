@@ -100,4 +100,15 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
                            const TensorView& k, const TensorView& v, const TensorView& cos_sin_cache,
                            RopeStyle style, const TensorView& slot_mapping, const PagedKvCache& cache);
 
+// kv_cache_write: the paged KV-cache write alone (vLLM's reshape_and_cache): for every t with
+//   slot = slot_mapping[t] >= 0, k_cache[blk, off, h, :] = enc(k[t, h, :]) and
+//   v_cache[blk, off, h, :] = enc(v[t, h, :]), enc as rope_kv_cache_write's (the bits for caches
+//   in k's dtype; sat_rne(x / scale) for e4m3 / e5m2, exact). k and v are only read. rope
+//   followed by kv_cache_write is rope_kv_cache_write's unfused sequence.
+//   Shapes: k, v [T, Hk, D], T, Hk, D >= 1; slot_mapping [T] i64; caches as rope_kv_cache_write.
+//   Dtypes: k, v in {bf16, f16} (same); caches in {k's dtype, e4m3, e5m2} (same). Strides,
+//   overlaps, index contents, scales and debug checks: as rope_kv_cache_write (k, v are inputs).
+Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorView& v,
+                      const TensorView& slot_mapping, const PagedKvCache& cache);
+
 }  // namespace tejas

@@ -90,12 +90,13 @@ constexpr uint64_t kMaxFiniteE4m3 = 0x7E, kMaxFiniteE5m2 = 0x7B;  // largest pos
 // k itself is held to rope_rule) or the input v: for fp8 caches sat_rne(stored / scale),
 // exactly (kKvCacheTieRel = 0); for caches in q's dtype the bits, so a k row must equal the reference's or the
 // backend's own k exactly. Rows of skipped tokens and unused slots keep their initial contents.
-Rule kv_cache_rule(const std::string& cache_name) {
+// k_rotated: k is the backend's rotated k (rope_kv_cache_write); else the input k (kv_cache_write).
+Rule kv_cache_rule(const std::string& cache_name, bool k_rotated = true) {
   const bool is_k = cache_name == "k_cache";
   return tie_rule(
-      [cache_name, is_k](const Args& want, const Args& got, double r) {
+      [cache_name, is_k, k_rotated](const Args& want, const Args& got, double r) {
         const TensorView& cache = want[cache_name];
-        const TensorView& src = is_k ? got["k"] : want["v"];
+        const TensorView& src = is_k ? (k_rotated ? got["k"] : want["k"]) : want["v"];
         const bool fp8 = dtype_is_fp8(cache.dtype);
         const double scale = fp8 ? ref::at(want[is_k ? "k_scale" : "v_scale"], 0) : 1.0;
         const int64_t slots = cache.shape[0] * cache.shape[1], Hk = cache.shape[2], D = cache.shape[3];
@@ -151,7 +152,41 @@ Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t H
   });
   return c;
 }
+// kv_cache_write: the cache write alone, k and v read-only.
+Case kv_write_case(Rng& rng, DType kvt, DType cache, int64_t T, int64_t Hk, int64_t D, int64_t num_blocks,
+                   int64_t block_size) {
+  Case c("kv_cache_write", cat(dtype_name(kvt), " T=", T, " Hk=", Hk, " D=", D, " cache ", dtype_name(cache), " [",
+                               num_blocks, ", ", block_size, "]"));
+  fill_normal(c.in("k", kvt, {T, Hk, D}), rng);
+  fill_normal(c.in("v", kvt, {T, Hk, D}), rng);
+  HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
+  const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;
+  for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
+  const bool fp8 = dtype_is_fp8(cache);
+  for (const char* name : {"k_cache", "v_cache"}) {
+    HostTensor& t = c.inout(name, cache, {num_blocks, block_size, Hk, D}, kv_cache_rule(name, /*k_rotated=*/false));
+    if (fp8) fill_codes(t, rng, 0, cache == DType::e4m3 ? kMaxFiniteE4m3 : kMaxFiniteE5m2);
+    else fill_normal(t, rng);
+  }
+  if (fp8) {
+    c.in("k_scale", DType::f32, {1}).set_flat(0, kKScale);
+    c.in("v_scale", DType::f32, {1}).set_flat(0, kVScale);
+  }
+  c.set_call([](const ExecContext& ctx, const Args& a) {
+    const PagedKvCache pc{a["k_cache"], a["v_cache"], a["k_scale"], a["v_scale"]};
+    return kv_cache_write(ctx, a["k"], a["v"], a["slot_mapping"], pc);
+  });
+  return c;
+}
 }  // namespace
+
+std::vector<Case> kv_cache_write_cases(Rng& rng) {
+  std::vector<Case> v;
+  v.push_back(kv_write_case(rng, DType::bf16, DType::bf16, 6, 2, 128, 4, 16));
+  v.push_back(kv_write_case(rng, DType::f16, DType::e4m3, 7, 3, 72, 3, 8));
+  v.push_back(kv_write_case(rng, DType::bf16, DType::e5m2, 5, 1, 6, 2, 4));
+  return v;
+}
 
 std::vector<Case> mrope_cases(Rng& rng) {
   std::vector<Case> v;

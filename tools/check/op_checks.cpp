@@ -12,6 +12,7 @@ const std::vector<OpCheck>& op_checks() {
       {"rope", "rope", rope_cases},
       {"mrope", "rope", mrope_cases},
       {"rope_kv_cache_write", "rope", rope_kv_cache_write_cases},
+      {"kv_cache_write", "rope", kv_cache_write_cases},
       {"silu_mul", "activation", silu_mul_cases},
       {"gelu_tanh_mul", "activation", gelu_tanh_mul_cases},
       {"silu_mul_quant_fp8_group", "activation", silu_mul_quant_fp8_group_cases},

@@ -34,6 +34,7 @@ std::vector<Case> norm_fused_quant_cases(Rng& rng);
 std::vector<Case> rope_cases(Rng& rng);
 std::vector<Case> mrope_cases(Rng& rng);
 std::vector<Case> rope_kv_cache_write_cases(Rng& rng);
+std::vector<Case> kv_cache_write_cases(Rng& rng);
 std::vector<Case> silu_mul_cases(Rng& rng);
 std::vector<Case> gelu_tanh_mul_cases(Rng& rng);
 std::vector<Case> silu_mul_quant_fp8_group_cases(Rng& rng);

@@ -14,7 +14,8 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
   maybe_print_config(op, l.problem, l.config);
   using emu::Access;
   const detail::EmuBuffers buffers{
-      {&a.positions, Access::read},      {&a.q, Access::read_write},         {&a.k, Access::read_write},
+      {&a.positions, Access::read},      {&a.q, Access::read_write},
+      {&a.k, a.q.defined() ? Access::read_write : Access::read},  // kv_cache_write only reads k
       {&a.v, Access::read},              {&a.cos_sin, Access::read},         {&a.slots, Access::read},
       {&a.cache.k_cache, Access::write}, {&a.cache.v_cache, Access::write},  {&a.cache.k_scale, Access::read},
       {&a.cache.v_scale, Access::read}};

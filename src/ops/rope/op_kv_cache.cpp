@@ -1,4 +1,5 @@
-// Public entry point of rope_kv_cache_write: validation, backend choice, dispatch.
+// Public entry points of rope_kv_cache_write and kv_cache_write (the cache write alone, the
+// former's unfused second half): validation, backend choice, dispatch.
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace tejas {
 namespace {
 
 constexpr const char* kOp = "rope_kv_cache_write";
+constexpr const char* kKvOp = "kv_cache_write";
 constexpr int kCacheRank = 4;  // [num_blocks, block_size, Hk, D]
 
 void check_scale(detail::Validator& v, const TensorView& scale, const char* name, bool fp8, DType cache_dtype) {
@@ -22,6 +24,26 @@ void check_scale(detail::Validator& v, const TensorView& scale, const char* name
   }
   v.defined(scale, name).dtype_in(scale, name, {DType::f32}).shape(scale, name, {1});
   rotary::check_layout(v, scale, name);
+}
+
+// The caches against k (dtype, heads, head dim), their scales, and the layouts of v, the slots and
+// the caches: the rules both cache-writing ops share. False when a later rule could not be judged.
+bool check_caches(detail::Validator& v, const TensorView& k, const TensorView& val, const TensorView& slots,
+                  const PagedKvCache& c) {
+  v.dtype_in(c.k_cache, "k_cache", {k.dtype, DType::e4m3, DType::e5m2}).same_dtype(c.v_cache, "v_cache", c.k_cache, "k_cache");
+  v.rank(c.k_cache, "k_cache", kCacheRank);
+  if (!v.ok()) return false;
+  v.dim_min(c.k_cache, "k_cache", 0, 1).dim_min(c.k_cache, "k_cache", 1, 1);
+  v.dim_eq(c.k_cache, "k_cache", 2, k.shape[1], "k's heads").dim_eq(c.k_cache, "k_cache", 3, k.shape[2], "k's head dim");
+  v.same_shape(c.v_cache, "v_cache", c.k_cache, "k_cache");
+  const bool fp8 = dtype_is_fp8(c.k_cache.dtype);
+  check_scale(v, c.k_scale, "k_scale", fp8, c.k_cache.dtype);
+  check_scale(v, c.v_scale, "v_scale", fp8, c.k_cache.dtype);
+  for (const detail::NamedTensor& nt : {detail::NamedTensor{"v", &val}, {"slot_mapping", &slots},
+                                        {"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}})
+    rotary::check_layout(v, *nt.t, nt.name);
+  v.distinct_elements(c.k_cache, "k_cache").distinct_elements(c.v_cache, "v_cache");
+  return true;
 }
 
 Status validate(const TensorView& positions, const TensorView& q, const TensorView& k, const TensorView& val,
@@ -42,21 +64,7 @@ Status validate(const TensorView& positions, const TensorView& q, const TensorVi
   v.dtype_in(slots, "slot_mapping", {DType::i64}).rank(slots, "slot_mapping", 1);
   if (!v.ok()) return v.status();
   v.dim_eq(slots, "slot_mapping", 0, T, "positions' T");
-
-  v.dtype_in(c.k_cache, "k_cache", {q.dtype, DType::e4m3, DType::e5m2}).same_dtype(c.v_cache, "v_cache", c.k_cache, "k_cache");
-  v.rank(c.k_cache, "k_cache", kCacheRank);
-  if (!v.ok()) return v.status();
-  v.dim_min(c.k_cache, "k_cache", 0, 1).dim_min(c.k_cache, "k_cache", 1, 1);
-  v.dim_eq(c.k_cache, "k_cache", 2, k.shape[1], "k's heads").dim_eq(c.k_cache, "k_cache", 3, k.shape[2], "k's head dim");
-  v.same_shape(c.v_cache, "v_cache", c.k_cache, "k_cache");
-  const bool fp8 = dtype_is_fp8(c.k_cache.dtype);
-  check_scale(v, c.k_scale, "k_scale", fp8, c.k_cache.dtype);
-  check_scale(v, c.v_scale, "v_scale", fp8, c.k_cache.dtype);
-
-  for (const detail::NamedTensor& nt : {detail::NamedTensor{"v", &val}, {"slot_mapping", &slots},
-                                        {"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}})
-    rotary::check_layout(v, *nt.t, nt.name);
-  v.distinct_elements(c.k_cache, "k_cache").distinct_elements(c.v_cache, "v_cache");
+  if (!check_caches(v, k, val, slots, c)) return v.status();
   // Outputs (q, k, the caches) against everything else.
   const detail::NamedTensor inputs[] = {{"positions", &positions}, {rotary::kCacheName, &cos_sin}, {"v", &val},
                                         {"slot_mapping", &slots},  {"k_scale", &c.k_scale},       {"v_scale", &c.v_scale}};
@@ -74,19 +82,50 @@ Status validate(const TensorView& positions, const TensorView& q, const TensorVi
   return v.status();
 }
 
-// Debug-check mode on a kernel backend: positions, slots and scales, before any launch.
-Status debug_checks(const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
+// kv_cache_write's arguments: k and v read, the caches written.
+Status validate_kv(const TensorView& k, const TensorView& val, const TensorView& slots, const PagedKvCache& c) {
+  detail::Validator v(kKvOp);
+  v.defined(k, "k").defined(val, "v").defined(slots, "slot_mapping");
+  v.defined(c.k_cache, "k_cache").defined(c.v_cache, "v_cache");
+  if (!v.ok()) return v.status();
+  v.dtype_in(k, "k", {DType::bf16, DType::f16}).rank(k, "k", 3);
+  if (!v.ok()) return v.status();
+  v.dim_min(k, "k", 0, 1).dim_min(k, "k", 1, 1).dim_min(k, "k", 2, 1);
+  if (k.shape[1] > rotary::kMaxHeads)
+    v.require(false, "k: expected at most " + std::to_string(rotary::kMaxHeads) + " heads, got " +
+                         std::to_string(k.shape[1]));
+  v.same_dtype(val, "v", k, "k").same_shape(val, "v", k, "k");
+  v.dtype_in(slots, "slot_mapping", {DType::i64}).rank(slots, "slot_mapping", 1);
+  if (!v.ok()) return v.status();
+  v.dim_eq(slots, "slot_mapping", 0, k.shape[0], "k's T");
+  if (!check_caches(v, k, val, slots, c)) return v.status();
+  rotary::check_layout(v, k, "k");
+  const detail::NamedTensor inputs[] = {{"k", &k}, {"v", &val}, {"slot_mapping", &slots},
+                                        {"k_scale", &c.k_scale}, {"v_scale", &c.v_scale}};
+  for (const detail::NamedTensor& out : {detail::NamedTensor{"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}})
+    for (const detail::NamedTensor& in : inputs) v.no_overlap(*out.t, out.name, *in.t, in.name);
+  v.no_overlap(c.k_cache, "k_cache", c.v_cache, "v_cache");
+  v.same_device({{"k", &k}, {"v", &val}, {"slot_mapping", &slots}, {"k_cache", &c.k_cache},
+                 {"v_cache", &c.v_cache}, {"k_scale", &c.k_scale}, {"v_scale", &c.v_scale}});
+  return v.status();
+}
+
+// Debug-check mode on a kernel backend: positions (with a rotation), slots and scales, before any
+// launch.
+Status debug_checks(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
   std::vector<uint8_t> storage;
   TensorView host;
-  TEJAS_RETURN_IF_ERROR(rotary::host_view(kOp, ctx, backend, a.positions, &storage, &host));
-  TEJAS_RETURN_IF_ERROR(ref::check_rope_positions(kOp, host, a.cos_sin.shape[0]));
-  TEJAS_RETURN_IF_ERROR(rotary::host_view(kOp, ctx, backend, a.slots, &storage, &host));
+  if (a.positions.defined()) {
+    TEJAS_RETURN_IF_ERROR(rotary::host_view(op, ctx, backend, a.positions, &storage, &host));
+    TEJAS_RETURN_IF_ERROR(ref::check_rope_positions(op, host, a.cos_sin.shape[0]));
+  }
+  TEJAS_RETURN_IF_ERROR(rotary::host_view(op, ctx, backend, a.slots, &storage, &host));
   const TensorView& kc = a.cache.k_cache;
-  TEJAS_RETURN_IF_ERROR(ref::check_slot_mapping(kOp, host, kc.shape[0] * kc.shape[1]));
+  TEJAS_RETURN_IF_ERROR(ref::check_slot_mapping(op, host, kc.shape[0] * kc.shape[1]));
   for (const detail::NamedTensor& s : {detail::NamedTensor{"k_scale", &a.cache.k_scale}, {"v_scale", &a.cache.v_scale}}) {
     if (!s.t->defined()) continue;
-    TEJAS_RETURN_IF_ERROR(rotary::host_view(kOp, ctx, backend, *s.t, &storage, &host));
-    TEJAS_RETURN_IF_ERROR(ref::check_cache_scale(kOp, s.name, host));
+    TEJAS_RETURN_IF_ERROR(rotary::host_view(op, ctx, backend, *s.t, &storage, &host));
+    TEJAS_RETURN_IF_ERROR(ref::check_cache_scale(op, s.name, host));
   }
   return Status::Ok();
 }
@@ -116,8 +155,28 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
   a.cache = cache;
   a.style = style;
   TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(kOp, backend, "q", q.shape[0]));
-  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(ctx, backend, a));
+  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(kOp, ctx, backend, a));
   return rotary::run_kernel_backend(kOp, ctx, backend, a);
+}
+
+Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorView& v,
+                      const TensorView& slot_mapping, const PagedKvCache& cache) {
+  TEJAS_RETURN_IF_ERROR(validate_kv(k, v, slot_mapping, cache));
+  Backend backend;
+  TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
+      kKvOp, ctx,
+      {{"k", &k}, {"v", &v}, {"slot_mapping", &slot_mapping}, {"k_cache", &cache.k_cache},
+       {"v_cache", &cache.v_cache}, {"k_scale", &cache.k_scale}, {"v_scale", &cache.v_scale}},
+      &backend));
+  if (backend == Backend::reference) return ref::kv_cache_write(k, v, slot_mapping, cache);
+  rotary::RopeArgs a;  // no q, positions or cos/sin: no rotary columns, k copied whole
+  a.k = k;
+  a.v = v;
+  a.slots = slot_mapping;
+  a.cache = cache;
+  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(kKvOp, backend, "k", k.shape[0]));
+  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(kKvOp, ctx, backend, a));
+  return rotary::run_kernel_backend(kKvOp, ctx, backend, a);
 }
 
 }  // namespace tejas

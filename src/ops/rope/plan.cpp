@@ -25,24 +25,28 @@ KvKind kv_kind_of(const RopeArgs& a) {
 
 RopeLaunch plan_launch(const RopeArgs& a) {
   RopeLaunch l;
-  l.dtype = a.q.dtype;
+  // Without q (kv_cache_write): no rotary columns, k's whole rows are the "tail" copied to the
+  // cache, and neither positions nor cos/sin are read.
+  const bool rotates = a.q.defined();
+  const TensorView& x = rotates ? a.q : a.k;
+  l.dtype = x.dtype;
   const KvKind kv = kv_kind_of(a);
-  const int64_t rotary = a.cos_sin.shape[1], half = rotary / 2;
+  const int64_t rotary = rotates ? a.cos_sin.shape[1] : 0, half = rotary / 2;
 
   RopeProblem& pr = l.problem;
-  pr.elem_bytes = dtype_bits(a.q.dtype) / 8;
-  pr.cos_elem_bytes = dtype_bits(a.cos_sin.dtype) / 8;
+  pr.elem_bytes = dtype_bits(x.dtype) / 8;
+  pr.cos_elem_bytes = rotates ? dtype_bits(a.cos_sin.dtype) / 8 : pr.elem_bytes;
   pr.kv_cache_elem_bytes = kv == KvKind::none ? 0 : dtype_bits(a.cache.k_cache.dtype) / 8;
   pr.interleaved = a.style == RopeStyle::gptj;
-  pr.T = a.q.shape[0];
-  pr.Hq = a.q.shape[1];
+  pr.T = x.shape[0];
+  pr.Hq = rotates ? a.q.shape[1] : 0;
   pr.Hk = a.k.defined() ? a.k.shape[1] : 0;
-  pr.D = a.q.shape[2];
+  pr.D = x.shape[2];
   pr.rotary_dim = rotary;
   for (int s = 0; s < kNumSections; ++s) pr.sections[s] = a.mrope ? a.sections[s] : (s == 0 ? half : 0);
   using detail::access_alignment;
   pr.qk_align = std::min(access_alignment(a.q, kMaxAccessBytes), access_alignment(a.k, kMaxAccessBytes));
-  pr.cos_align = access_alignment(a.cos_sin, kMaxAccessBytes);
+  pr.cos_align = rotates ? access_alignment(a.cos_sin, kMaxAccessBytes) : kMaxAccessBytes;
   pr.v_align = access_alignment(a.v, kMaxAccessBytes);
   pr.kv_cache_align = std::min(access_alignment(a.cache.k_cache, kMaxAccessBytes),
                                access_alignment(a.cache.v_cache, kMaxAccessBytes));
@@ -67,8 +71,10 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.Hk = pr.Hk;
   p.D = pr.D;
   p.half = half;
-  p.q_tok = a.q.stride[0];
-  p.q_head = a.q.stride[1];
+  if (rotates) {
+    p.q_tok = a.q.stride[0];
+    p.q_head = a.q.stride[1];
+  }
   if (a.k.defined()) {
     p.k_tok = a.k.stride[0];
     p.k_head = a.k.stride[1];
@@ -82,12 +88,14 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     p.pos_tok = a.positions.stride[1];
     p.sec_end0 = a.sections[0];
     p.sec_end1 = a.sections[0] + a.sections[1];
-  } else {
+  } else if (rotates) {
     p.pos_tok = a.positions.stride[0];
     p.sec_end0 = p.sec_end1 = half;
   }
-  p.cs_row = a.cos_sin.stride[0];
-  p.max_pos = a.cos_sin.shape[0];
+  if (rotates) {
+    p.cs_row = a.cos_sin.stride[0];
+    p.max_pos = a.cos_sin.shape[0];
+  }
   if (kv != KvKind::none) {
     const TensorView &kc = a.cache.k_cache, &vc = a.cache.v_cache;
     p.kc_block = kc.stride[0];

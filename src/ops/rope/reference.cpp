@@ -123,22 +123,44 @@ Status mrope(const TensorView& positions, const TensorView& q, const TensorView&
   return rotate_all("mrope", positions, q, k, cos_sin_cache, rows, RopeStyle::neox);
 }
 
+namespace {
+
+// Slots and scales (before anything is written), as both cache-writing ops check them.
+Status check_cache_args(const char* op, const TensorView& slot_mapping, const PagedKvCache& cache) {
+  const TensorView& kc = cache.k_cache;
+  TEJAS_RETURN_IF_ERROR(check_slot_mapping(op, slot_mapping, kc.shape[0] * kc.shape[1]));
+  if (cache.k_scale.defined()) TEJAS_RETURN_IF_ERROR(check_cache_scale(op, "k_scale", cache.k_scale));
+  if (cache.v_scale.defined()) TEJAS_RETURN_IF_ERROR(check_cache_scale(op, "v_scale", cache.v_scale));
+  return Status::Ok();
+}
+
+// Every cached token's k and v rows (k as it is now).
+void write_cache(const TensorView& k, const TensorView& v, const TensorView& slot_mapping, const PagedKvCache& cache) {
+  for (int64_t t = 0; t < k.shape[0]; ++t) {
+    const int64_t slot = detail::read_index(slot_mapping, {t});
+    if (slot < 0) continue;
+    write_rows(k, t, cache.k_cache, slot, cache.k_scale);
+    write_rows(v, t, cache.v_cache, slot, cache.v_scale);
+  }
+}
+
+}  // namespace
+
 Status rope_kv_cache_write(const TensorView& positions, const TensorView& q, const TensorView& k,
                            const TensorView& v, const TensorView& cos_sin_cache, RopeStyle style,
                            const TensorView& slot_mapping, const PagedKvCache& cache) {
   constexpr const char* kOp = "rope_kv_cache_write";
-  const TensorView& kc = cache.k_cache;
-  TEJAS_RETURN_IF_ERROR(check_slot_mapping(kOp, slot_mapping, kc.shape[0] * kc.shape[1]));
-  if (cache.k_scale.defined()) TEJAS_RETURN_IF_ERROR(check_cache_scale(kOp, "k_scale", cache.k_scale));
-  if (cache.v_scale.defined()) TEJAS_RETURN_IF_ERROR(check_cache_scale(kOp, "v_scale", cache.v_scale));
+  TEJAS_RETURN_IF_ERROR(check_cache_args(kOp, slot_mapping, cache));
   const int64_t half = cos_sin_cache.shape[1] / 2;
   TEJAS_RETURN_IF_ERROR(rotate_all(kOp, positions, q, k, cos_sin_cache, PairRows{half, half}, style));
-  for (int64_t t = 0; t < q.shape[0]; ++t) {
-    const int64_t slot = detail::read_index(slot_mapping, {t});
-    if (slot < 0) continue;
-    write_rows(k, t, kc, slot, cache.k_scale);
-    write_rows(v, t, cache.v_cache, slot, cache.v_scale);
-  }
+  write_cache(k, v, slot_mapping, cache);
+  return Status::Ok();
+}
+
+Status kv_cache_write(const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
+                      const PagedKvCache& cache) {
+  TEJAS_RETURN_IF_ERROR(check_cache_args("kv_cache_write", slot_mapping, cache));
+  write_cache(k, v, slot_mapping, cache);
   return Status::Ok();
 }
 

@@ -24,5 +24,7 @@ Status mrope(const TensorView& positions, const TensorView& q, const TensorView&
 Status rope_kv_cache_write(const TensorView& positions, const TensorView& q, const TensorView& k,
                            const TensorView& v, const TensorView& cos_sin_cache, RopeStyle style,
                            const TensorView& slot_mapping, const PagedKvCache& cache);
+Status kv_cache_write(const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
+                      const PagedKvCache& cache);
 
 }  // namespace tejas::ref

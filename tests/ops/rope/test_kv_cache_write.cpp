@@ -1,0 +1,171 @@
+// kv_cache_write (the paged KV-cache write alone): every backend against independent expectations
+// - cache rows from the slot arithmetic, fp8 codes of the exact quotient (long double), skipped
+// tokens' and untouched rows kept poisoned, k and v unchanged - across dtypes, cache formats and
+// shapes with tails (D of 3, 6, 130: the one-element and 4-byte paths); the emulator's counters
+// (compulsory bytes, sector-ideal requests); validation naming the argument; index contents.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check/cuda_mem.h"
+#include "ops/common/emu_launch.h"
+#include "ops/rope/kv_cache_test_util.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using check::HostTensor;
+using ropetest::KvBuffers;
+using ropetest::KvShape;
+
+namespace {
+
+constexpr int64_t kMaxPos = 8;  // make_kv_buffers builds a cos/sin cache kv_cache_write never reads
+
+// {T, Hq (unused), Hk, D, rotary (unused), num_blocks, block_size}.
+constexpr KvShape kShapes[] = {{1, 1, 1, 8, 2, 1, 1},   {5, 1, 2, 128, 2, 2, 4}, {21, 1, 3, 6, 2, 4, 8},
+                               {7, 1, 1, 3, 2, 3, 3},   {9, 1, 4, 130, 2, 3, 5}, {3, 1, 8, 72, 2, 1, 16},
+                               {2, 1, 600, 16, 2, 1, 2}};  // 600 heads: more than one per head lane
+
+void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend backend) {
+  const std::string what = ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hk, s.D, s.num_blocks, s.block_size}) +
+                           " " + std::string(dtype_name(dt)) + " -> " + std::string(dtype_name(cache_dt)) + " on " +
+                           backend_name(backend);
+  SCOPED_TRACE(what);
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, dt, cache_dt, DType::f32, kMaxPos, 3);
+  b.k_cache.poison();
+  b.v_cache.poison();
+  const HostTensor k_in = ropetest::gather(b.k.view()), v_in = ropetest::gather(b.v.view());
+  ExecContext ctx;
+  ctx.backend = backend;
+  if (backend != Backend::cuda) {
+    ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+  } else {
+    check::DeviceMirror k, v, slots, kc, vc, ks, vs;
+    for (auto [m, h] : {std::pair{&k, &b.k}, {&v, &b.v}, {&slots, &b.slots}, {&kc, &b.k_cache}, {&vc, &b.v_cache},
+                        {&ks, &b.k_scale}, {&vs, &b.v_scale}})
+      ASSERT_TRUE(m->upload(*h).ok());
+    const bool fp8 = dtype_is_fp8(cache_dt);
+    const PagedKvCache pc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
+    ASSERT_TRUE(kv_cache_write(ctx, k.view(), v.view(), slots.view(), pc).ok());
+    ASSERT_TRUE(check::device_synchronize().ok());
+    ASSERT_TRUE(kc.download(b.k_cache).ok());
+    ASSERT_TRUE(vc.download(b.v_cache).ok());
+  }
+  ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+  ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  for (int64_t i = 0; i < b.k.numel(); ++i) {
+    ASSERT_EQ(b.k.bits_flat(i), k_in.bits_flat(i)) << "k changed";
+    ASSERT_EQ(b.v.bits_flat(i), v_in.bits_flat(i)) << "v changed";
+  }
+  for (const HostTensor* t : {&b.k_cache, &b.v_cache}) EXPECT_TRUE(t->guards_intact());
+}
+
+void run_all(check::Rng& rng, Backend backend) {
+  for (const KvShape& s : kShapes)
+    for (DType dt : {DType::bf16, DType::f16})
+      for (DType cache_dt : {dt, DType::e4m3, DType::e5m2}) run(rng, s, dt, cache_dt, backend);
+}
+
+TEST(KvCacheWrite, ReferenceMatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::reference);
+}
+
+TEST(KvCacheWrite, EmulatorMatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::emulator);
+}
+
+TEST(KvCacheWrite, CudaMatchesExpectation) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  run_all(rng, Backend::cuda);
+}
+
+// Llama-3.1-8B's kv heads (8 x 128), e4m3 caches, 6 tokens, every third skipped: the cached
+// tokens' k and v read once, the slots and scales once, the cache rows written once, every request
+// sector-ideal; no prefetch, no findings.
+TEST(KvCacheWrite, EmulatorMovesOnlyCompulsoryBytes) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{6, 1, 8, 128, 2, 2, 16};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
+  ExecContext ctx;
+  ctx.backend = Backend::emulator;
+  ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  const uint64_t cached = 4, row = s.Hk * s.D;
+  EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * cached * row * 2 + s.T * 8 + 2 * 4);
+  EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * cached * row);
+  EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
+  EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+  EXPECT_EQ(rep.counters.global_prefetches, 0u);
+}
+
+// One rule per case: the call fails naming the argument, and no cache byte is written.
+TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{4, 1, 2, 16, 2, 2, 4};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 0);
+  b.k_cache.poison();
+  b.v_cache.poison();
+  const PagedKvCache good = b.paged();
+  HostTensor k32(DType::f32, {s.T, s.Hk, s.D}), v_short(DType::bf16, {s.T, s.Hk, s.D - 2});
+  HostTensor slots32(DType::i32, {s.T}), slots_short(DType::i64, {s.T - 1});
+  HostTensor kc_heads(DType::e4m3, {s.num_blocks, s.block_size, s.Hk + 1, s.D});
+  PagedKvCache no_scale = good, bad_heads = good, overlap = good;
+  no_scale.k_scale = TensorView{};
+  bad_heads.k_cache = kc_heads.view();
+  overlap.v_cache = good.k_cache;  // both caches the same bytes
+  ExecContext ctx;
+  ctx.backend = Backend::emulator;
+  struct Case {
+    Status status;
+    const char* name;
+  };
+  const Case cases[] = {
+      {kv_cache_write(ctx, TensorView{}, b.v, b.slots, good), "k"},
+      {kv_cache_write(ctx, k32, b.v, b.slots, good), "k"},
+      {kv_cache_write(ctx, b.k, v_short, b.slots, good), "v"},
+      {kv_cache_write(ctx, b.k, b.v, slots32, good), "slot_mapping"},
+      {kv_cache_write(ctx, b.k, b.v, slots_short, good), "slot_mapping"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, no_scale), "k_scale"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, bad_heads), "k_cache"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, overlap), "k_cache: expected no overlap with v_cache"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.status.code(), StatusCode::invalid_argument) << c.name << ": " << c.status.message();
+    EXPECT_NE(c.status.message().find(std::string("kv_cache_write: ") + c.name), std::string::npos)
+        << c.status.message();
+  }
+  for (const HostTensor* t : {&b.k_cache, &b.v_cache})
+    for (int64_t i = 0; i < t->numel(); ++i) ASSERT_EQ(t->bits_flat(i), t->poison_code()) << "written on error";
+}
+
+// A slot beyond the cache or repeated, and a non-positive scale: rejected by the reference always
+// and by the kernel backends in debug-check mode, naming the argument, before any write.
+TEST(KvCacheWrite, IndexContentsChecked) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape s{4, 1, 2, 16, 2, 2, 4};
+  for (Backend backend : {Backend::reference, Backend::emulator}) {
+    for (int c = 0; c < 3; ++c) {
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 0);
+      b.k_cache.poison();
+      const char* name = "slot_mapping";
+      if (c == 0) b.slots.set({1}, static_cast<double>(s.num_blocks * s.block_size));  // beyond the cache
+      if (c == 1) b.slots.set({2}, b.slots.get({0}));                                  // repeated
+      if (c == 2) b.k_scale.set_flat(0, 0.0), name = "k_scale";
+      ExecContext ctx;
+      ctx.backend = backend;
+      ctx.debug_checks = true;
+      const Status st = kv_cache_write(ctx, b.k, b.v, b.slots, b.paged());
+      EXPECT_EQ(st.code(), StatusCode::invalid_argument) << backend_name(backend) << " case " << c;
+      EXPECT_NE(st.message().find(name), std::string::npos) << st.message();
+      for (int64_t i = 0; i < b.k_cache.numel(); ++i) ASSERT_EQ(b.k_cache.bits_flat(i), b.k_cache.poison_code());
+    }
+  }
+}
+
+}  // namespace
