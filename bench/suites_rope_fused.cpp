@@ -1,16 +1,11 @@
-// Workload rows of the fused rope ops (mrope, rope_kv_cache_write) for the rope suite.
-// rope_kv_cache_write is compared with rope followed by plain copies of the k and v rows into
-// their cache slots (no Tejas op writes the cache on its own; a copy is the least any unfused
-// write costs). mrope has no unfused Tejas sequence, so no baseline.
+// Workload rows of the fused rope ops (mrope, rope_kv_cache_write) and of kv_cache_write for the
+// rope suite. rope_kv_cache_write is compared with its unfused sequence, rope then
+// kv_cache_write. mrope has no unfused Tejas sequence, so no baseline.
 #include <sstream>
 #include <string_view>
 
 #include "bench/suites.h"
 #include "tejas/tejas.h"
-
-#if TEJAS_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace tejas::bench {
 

@@ -157,8 +157,8 @@ Case kv_write_case(Rng& rng, DType kvt, DType cache, int64_t T, int64_t Hk, int6
                    int64_t block_size) {
   Case c("kv_cache_write", cat(dtype_name(kvt), " T=", T, " Hk=", Hk, " D=", D, " cache ", dtype_name(cache), " [",
                                num_blocks, ", ", block_size, "]"));
-  fill_normal(c.in("k", kvt, {T, Hk, D}), rng);
-  fill_normal(c.in("v", kvt, {T, Hk, D}), rng);
+  fill_normal(c.in("k", kvt, {T, Hk, D}, 8), rng);   // padded rows, k's and v's strides apart
+  fill_normal(c.in("v", kvt, {T, Hk, D}, 24), rng);
   HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
   const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;
   for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));

@@ -26,6 +26,8 @@ void check_qk_cache(detail::Validator& v, int64_t T, const TensorView& positions
   const int64_t heads = q.shape[1] + (k.defined() ? k.shape[1] : 0);
   v.require(heads <= kMaxHeads, "q, k: expected at most " + std::to_string(kMaxHeads) +
                                     " heads in all (q's dim 1 plus k's), got " + std::to_string(heads));
+  v.require(D <= kMaxHeadDim, "q: expected a head dim (dim 2) of at most " + std::to_string(kMaxHeadDim) + ", got " +
+                                  std::to_string(D));
   const int64_t rotary_dim = cache.shape[1];
   v.require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= D,
             std::string(kCacheName) + ": expected an even rotary_dim (dim 1) in [2, " + std::to_string(D) +

@@ -24,6 +24,8 @@ inline constexpr int kNumSections = 3;        // mrope position rows
 inline constexpr int kMaxHeadsInFlight = 2;   // heads a thread loads at once (kernels: 1 or 2)
 // Heads of q and k together: kernels count heads in 32-bit ints (validated, checks.cpp).
 inline constexpr int64_t kMaxHeads = int64_t{1} << 24;
+// Head dim: kernels count a head's columns in 32-bit ints (validated: rope family, kv_cache_write).
+inline constexpr int64_t kMaxHeadDim = int64_t{1} << 24;
 
 struct RopeProblem {
   int elem_bytes = 2;           // q, k, v: 2 (bf16 / f16) or 4 (f32)

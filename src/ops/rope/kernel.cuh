@@ -1,5 +1,6 @@
 // Rope family kernel: rotates q and k in place (rope, mrope) and optionally writes the rotated k
-// and v into paged KV caches (rope_kv_cache_write), in one pass over HBM: every q/k element of
+// and v into paged KV caches (rope_kv_cache_write), in one pass over HBM; without q and rotary
+// columns it is the cache write alone (kv_cache_write: every column a tail column): every q/k element of
 // the rotary dims is read once and written once; each cache row is written once.
 // Layout and thread mapping: see config.h. Templated on the q/k/v storage type and the vector
 // width; style, cos/sin dtype, position dtype, mrope sections and the cache format are uniform

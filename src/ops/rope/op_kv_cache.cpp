@@ -94,6 +94,9 @@ Status validate_kv(const TensorView& k, const TensorView& val, const TensorView&
   if (k.shape[1] > rotary::kMaxHeads)
     v.require(false, "k: expected at most " + std::to_string(rotary::kMaxHeads) + " heads, got " +
                          std::to_string(k.shape[1]));
+  if (k.shape[2] > rotary::kMaxHeadDim)
+    v.require(false, "k: expected a head dim (dim 2) of at most " + std::to_string(rotary::kMaxHeadDim) + ", got " +
+                         std::to_string(k.shape[2]));
   v.same_dtype(val, "v", k, "k").same_shape(val, "v", k, "k");
   v.dtype_in(slots, "slot_mapping", {DType::i64}).rank(slots, "slot_mapping", 1);
   if (!v.ok()) return v.status();

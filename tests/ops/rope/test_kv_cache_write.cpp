@@ -84,6 +84,27 @@ TEST(KvCacheWrite, CudaMatchesExpectation) {
   run_all(rng, Backend::cuda);
 }
 
+// k and v with their own padded strides (8 and 24 extra elements per head row), so a kernel that
+// read one through the other's strides fails; the emulator, and the GPU when present.
+TEST(KvCacheWrite, DistinctStridesForKAndV) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType cache_dt : {DType::bf16, DType::e4m3}) {
+    const KvShape s{5, 1, 3, 72, 2, 2, 4};
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 3);
+    HostTensor k(DType::bf16, {s.T, s.Hk, s.D}, 8), v(DType::bf16, {s.T, s.Hk, s.D}, 24);
+    k.copy_from(b.k);
+    v.copy_from(b.v);
+    b.k_cache.poison();
+    b.v_cache.poison();
+    ExecContext ctx;
+    ctx.backend = Backend::emulator;
+    ASSERT_TRUE(kv_cache_write(ctx, k, v, b.slots, b.paged()).ok());
+    ropetest::check_cache(b.k_cache, k, b.slots, b.k_scale, s, "k_cache");
+    ropetest::check_cache(b.v_cache, v, b.slots, b.v_scale, s, "v_cache");
+    EXPECT_TRUE(k.padding_intact() && v.padding_intact());
+  }
+}
+
 // Llama-3.1-8B's kv heads (8 x 128), e4m3 caches, 6 tokens, every third skipped: the cached
 // tokens' k and v read once, the slots and scales once, the cache rows written once, every request
 // sector-ideal; no prefetch, no findings.
@@ -119,6 +140,11 @@ TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
   no_scale.k_scale = TensorView{};
   bad_heads.k_cache = kc_heads.view();
   overlap.v_cache = good.k_cache;  // both caches the same bytes
+  // A head dim past the kernels' 32-bit column count: a view only, rejected before any access.
+  TensorView huge_d = b.k.view();
+  huge_d.shape[2] = (int64_t{1} << 24) + 8;
+  huge_d.stride[1] = huge_d.shape[2];
+  huge_d.stride[0] = huge_d.shape[2] * s.Hk;
   ExecContext ctx;
   ctx.backend = Backend::emulator;
   struct Case {
@@ -134,6 +160,7 @@ TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
       {kv_cache_write(ctx, b.k, b.v, b.slots, no_scale), "k_scale"},
       {kv_cache_write(ctx, b.k, b.v, b.slots, bad_heads), "k_cache"},
       {kv_cache_write(ctx, b.k, b.v, b.slots, overlap), "k_cache: expected no overlap with v_cache"},
+      {kv_cache_write(ctx, huge_d, huge_d, b.slots, good), "k: expected a head dim (dim 2) of at most"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(c.status.code(), StatusCode::invalid_argument) << c.name << ": " << c.status.message();

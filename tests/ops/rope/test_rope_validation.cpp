@@ -79,6 +79,14 @@ const std::vector<Rule>& rules() {
       {"TooManyHeads", [](Args& a, Buffers&) { a.q.shape[1] = rotary::kMaxHeads; },
        "q, k: expected at most 16777216 heads in all (q's dim 1 plus k's), got 16777217"},
       {"KHeadDim", [](Args& a, Buffers&) { a.k.shape[2] = D - 2; }, "k: expected dim 2 = 16"},
+      {"HeadDimTooLarge",
+       [](Args& a, Buffers&) {
+         a.q.shape[2] = a.k.shape[2] = rotary::kMaxHeadDim + 2;  // a view only: rejected before any access
+         a.q.stride[1] = a.k.stride[1] = a.q.shape[2];
+         a.q.stride[0] = a.q.shape[2] * a.q.shape[1];
+         a.k.stride[0] = a.k.shape[2] * a.k.shape[1];
+       },
+       "q: expected a head dim (dim 2) of at most 16777216, got 16777218"},
       {"CacheNoRows", [](Args& a, Buffers&) { a.cache.shape[0] = 0; }, "cos_sin_cache: expected dim 0 >= 1"},
       {"RotaryDimOdd", [](Args& a, Buffers&) { a.cache.shape[1] = 7; }, "cos_sin_cache: expected an even rotary_dim"},
       {"RotaryDimZero", [](Args& a, Buffers&) { a.cache.shape[1] = 0; }, "cos_sin_cache: expected an even rotary_dim"},
