@@ -21,8 +21,9 @@
 //                          find them in L2 (default 0 = none)
 //   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2 (default 1)
-//   rope.v_prefetch=0..1   rope_kv_cache_write: 1 = each thread prefetches its first v vector into
-//                          L2 at its start; 0 (default) = v is first read at the copy
+//   rope.v_prefetch=0..1   rope_kv_cache_write and kv_cache_write: 1 = each thread prefetches its
+//                          first v vector into L2 at its start; 0 (default) = v is first read at
+//                          the copy
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
 #pragma once
