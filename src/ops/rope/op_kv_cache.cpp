@@ -133,6 +133,15 @@ Status debug_checks(const char* op, const ExecContext& ctx, Backend backend, con
   return Status::Ok();
 }
 
+// The kernel backends of both cache-writing ops: the row bound (q's tokens, or k's without a
+// rotation), the debug-mode index checks, the launch.
+Status run_kernels(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
+  const bool rotates = a.q.defined();
+  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, rotates ? "q" : "k", (rotates ? a.q : a.k).shape[0]));
+  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(op, ctx, backend, a));
+  return rotary::run_kernel_backend(op, ctx, backend, a);
+}
+
 }  // namespace
 
 Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, const TensorView& q,
@@ -157,9 +166,7 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
   a.slots = slot_mapping;
   a.cache = cache;
   a.style = style;
-  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(kOp, backend, "q", q.shape[0]));
-  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(kOp, ctx, backend, a));
-  return rotary::run_kernel_backend(kOp, ctx, backend, a);
+  return run_kernels(kOp, ctx, backend, a);
 }
 
 Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorView& v,
@@ -177,9 +184,7 @@ Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorV
   a.v = v;
   a.slots = slot_mapping;
   a.cache = cache;
-  TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(kKvOp, backend, "k", k.shape[0]));
-  if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(kKvOp, ctx, backend, a));
-  return rotary::run_kernel_backend(kKvOp, ctx, backend, a);
+  return run_kernels(kKvOp, ctx, backend, a);
 }
 
 }  // namespace tejas
