@@ -38,6 +38,7 @@ constexpr Knob kKnobs[] = {
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
     {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},
+    {"norm.pipeline", &Tune::norm_pipeline, 0, kTuneMaxNormStages},
 };
 
 const Tune* g_override = nullptr;

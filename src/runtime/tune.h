@@ -19,6 +19,11 @@
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
 //                          find them in L2 (default 0 = none)
+//   norm.pipeline=0..2     RMSNorm family, CTA-per-row rows of whole 16-byte vectors (16-bit x,
+//                          16-bit residual or none): persistent CTAs (as many as fit on the GPU
+//                          at once) walk the rows, each keeping this many rows ahead in flight
+//                          through cp.async into shared memory while it reduces and writes the
+//                          current one (default 0 = off: one CTA per row, loaded into registers)
 //   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2 (default 1)
 //   rope.v_prefetch=0..1   rope_kv_cache_write and kv_cache_write: 1 = each thread prefetches its
@@ -36,6 +41,7 @@ inline constexpr int kTuneMaxQuantChunks = 4;
 inline constexpr int kTuneMaxDequantSteps = 2;
 inline constexpr int kTuneMaxActivationSteps = 4;
 inline constexpr int kTuneMaxRopeHeads = 2;
+inline constexpr int kTuneMaxNormStages = 2;
 
 struct Tune {
   int quant_max_chunks = 4;
@@ -48,6 +54,7 @@ struct Tune {
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int norm_prefetch_rows = 0;
+  int norm_pipeline = 0;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

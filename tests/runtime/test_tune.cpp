@@ -42,6 +42,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.norm_prefetch_rows, 512);
   EXPECT_FALSE(parse_tune("norm.prefetch_rows=65536", &t, &why));
   EXPECT_NE(why.find("norm.prefetch_rows: expected 0..65535"), std::string::npos) << why;
+  EXPECT_EQ(t.norm_pipeline, 0);
+  EXPECT_TRUE(parse_tune("norm.pipeline=2", &t, &why)) << why;
+  EXPECT_EQ(t.norm_pipeline, 2);
+  EXPECT_FALSE(parse_tune("norm.pipeline=3", &t, &why));
+  EXPECT_NE(why.find("norm.pipeline: expected 0..2"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

@@ -48,6 +48,7 @@ struct NormConfig {
   bool warp_per_row = false;
   int rows_per_block = 1;
   int64_t grid = 1;                // gridDim.x
+  int pipeline_stages = 0;         // > 0: norm_pipe_kernel, persistent CTAs (see with_pipeline)
 };
 
 constexpr int dtype_size(DType t) { return dtype_bits(t) / 8; }
@@ -104,6 +105,39 @@ struct NormSmem {
   float reduce[kMaxWarps];
   float group_amax[kLargeE][kMaxWarps];
 };
+
+// The norm.pipeline variant (TEJAS_TUNE; norm_pipe_kernel). Persistent CTAs, as many as the GPU
+// holds at once (`resident_ctas`: blocks per SM at this kernel's registers and shared memory,
+// times the SMs), walk rows blockIdx.x, + grid, ...; each keeps the next `stages` rows of x (and
+// the residual) in flight through cp.async into shared memory while it reduces and writes the
+// current one from registers, so its loads are out for its whole life rather than before each
+// row's reduction only. Eligible: CTA-per-row configs whose x accesses are 16 bytes (16-bit x,
+// vec 8), every vector whole (H % 8 == 0) and a 16-bit residual or none; the tail and f32 paths
+// keep the default kernel.
+inline constexpr int kPipeSlotBytes = 16;  // one cp.async.cg per vector and tensor
+
+constexpr bool pipeline_eligible(const NormProblem& p, const NormConfig& c) {
+  const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
+  const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
+  return c.supported && !c.warp_per_row && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok;
+}
+
+// Dynamic shared memory of norm_pipe_kernel: NormSmem, then [stage][tensor][item][thread] 16-byte
+// slots (tensor 0 x, 1 the residual).
+constexpr int64_t pipeline_smem_bytes(const NormConfig& c, bool residual, int stages) {
+  const int64_t items = c.elems_per_thread / c.vec, tensors = residual ? 2 : 1;
+  return static_cast<int64_t>(sizeof(NormSmem)) + stages * tensors * items * c.threads * kPipeSlotBytes;
+}
+
+// The pipelined config when it applies: `stages` > 0, an eligible config, and at least two rows
+// per CTA (T >= 2 x resident_ctas; below that the default kernel's one CTA per row has more in
+// flight). Otherwise `c` unchanged.
+constexpr NormConfig with_pipeline(const NormProblem& p, NormConfig c, int stages, int64_t resident_ctas) {
+  if (stages <= 0 || resident_ctas <= 0 || !pipeline_eligible(p, c) || p.T < 2 * resident_ctas) return c;
+  c.pipeline_stages = stages;
+  c.grid = resident_ctas;
+  return c;
+}
 
 // "vec 8, E 16, 256 threads, 1 row/CTA, grid 37" (TEJAS_PRINT_CONFIG=1 prints it per call).
 std::string describe(const NormConfig& c);

@@ -1,6 +1,7 @@
 // The curated kernel instantiations and the table that picks one for a config. Included by
 // launch.cu (nvcc) and launch_emu.cpp (emulator): each compiles the same list.
 //   x bf16 / f16: vec 8, 4, 2, 1;  x f32: vec 4, 2, 1;  E 8 and 16.  (22 kernels)
+//   norm_pipe_kernel (the norm.pipeline variant): x bf16 / f16, vec 8, E 8 and 16.  (4 kernels)
 // vec < the widest only serves misaligned views (or an f32 weight / residual beside 16-bit x).
 #pragma once
 #include "ops/norm/kernel.cuh"
@@ -35,6 +36,22 @@ inline NormKernel pick_kernel(DType x, int vec, int e) {
     case DType::f32: return kernel_for_vec<DType::f32>(vec, e);
     default: return nullptr;
   }
+}
+
+// The norm.pipeline kernel for an eligible config (config.h's pipeline_eligible); nullptr otherwise.
+inline NormKernel pick_pipe_kernel(DType x, int vec, int e) {
+  if (vec != kMaxVec) return nullptr;
+  const bool large = e == kLargeE;
+  switch (x) {
+    case DType::bf16: return large ? &norm_pipe_kernel<DType::bf16, kMaxVec, kLargeE> : &norm_pipe_kernel<DType::bf16, kMaxVec, kSmallE>;
+    case DType::f16: return large ? &norm_pipe_kernel<DType::f16, kMaxVec, kLargeE> : &norm_pipe_kernel<DType::f16, kMaxVec, kSmallE>;
+    default: return nullptr;
+  }
+}
+
+// The kernel a config runs.
+inline NormKernel kernel_for(DType x, const NormConfig& c) {
+  return c.pipeline_stages > 0 ? pick_pipe_kernel(x, c.vec, c.elems_per_thread) : pick_kernel(x, c.vec, c.elems_per_thread);
 }
 
 }  // inline namespace TEJAS_BUILD_NS

@@ -2,16 +2,22 @@
 // outputs (dynamic per-token, static, per-group of 128), in one pass over HBM: each row is read
 // once into registers (float v[I][V] per thread), reduced (sum of squares, then amax for fp8),
 // and written once from the same registers. See config.h for the thread <-> element mapping.
+// norm_kernel takes one row per CTA (or warp); norm_pipe_kernel, the norm.pipeline variant, walks
+// rows with persistent CTAs and copies the next ones ahead into shared memory (cp.async).
 //
 // Template parameters: XT (x's dtype, also `out`'s unless fp8), V (elements per vector access)
 // and E (floats per thread). weight / residual / scale dtypes and the output kind are runtime
 // values (uniform branches), to keep the instantiation count small.
 #pragma once
+#include <type_traits>
+
 #include "device/prelude.h"
 #include "device/math.h"  // dev::rsqrtf: the GPU's error under emulation
 #include "device/reduce.cuh"
 #include "device/numeric/exact_round.h"  // num::is_positive_normal
+#include "device/loaded.h"
 #include "device/smem.h"
+#include "device/ptx/cp_async.h"
 #include "ops/norm/config.h"
 #include "ops/norm/params.h"
 #include "ops/norm/vec_io.cuh"
@@ -100,6 +106,28 @@ __device__ __forceinline__ void apply_weight(const NormParams& p, const RawAny<N
   for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
 }
 
+// The same for a weight known to be 16-bit (bf16 or f16 by p.w_dtype): a vec-8 config's, since
+// 8 f32 elements would be a 32-byte access. No room for f32's upper half.
+template <int N>
+__device__ __forceinline__ void load_weight_raw(const NormParams& p, int64_t col, RawVec<DType::bf16, N>& wr TEJAS_CALLER_PARAM) {
+  load_raw<DType::bf16, N, true>(elem_at(p.weight, 0, 0, col, 2), wr TEJAS_NESTED_SITE);
+}
+
+template <int N>
+__device__ __forceinline__ void apply_weight(const NormParams& p, const RawVec<DType::bf16, N>& wr, float inv_rms,
+                                             float (&f)[N]) {
+  float w[N];
+  if (p.w_dtype == DType::bf16) {
+    decode_raw(wr, w);
+  } else {
+    RawVec<DType::f16, N> h;
+    memcpy(&h, &wr, sizeof h);
+    decode_raw(h, w);
+  }
+#pragma unroll
+  for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
+}
+
 template <DType XT, int N>
 __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int64_t col, const float (&f)[N],
                                           float scale TEJAS_CALLER_PARAM) {
@@ -155,91 +183,24 @@ __device__ __forceinline__ float group_amax_wide(int tid, int k, const NormSmem*
   return m;
 }
 
-template <DType XT, int V, int E>
-__global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
-  static_assert(E % V == 0 && E / V <= kLargeE, "E floats per thread as E / V vectors");
-  constexpr int I = E / V;
-  NormSmem* smem = dev::dynamic_smem<NormSmem>();
-  const RowSlot rs = row_slot(p);
-  if (rs.row >= p.T) return;  // warp-per-row mode only (whole warps; no block barrier there)
-  const int nvec = p.H / V, tail = p.H - nvec * V;
-  const int64_t tail_col = static_cast<int64_t>(nvec) * V + rs.tid;
-  const bool has_tail = rs.tid < tail;
+// Item k of this thread is vector j = k * nthreads + tid of the row; runs f(k, column) for each
+// item that lies in the row (j < nvec).
+template <int I, int V, class F>
+__device__ __forceinline__ void each_item(const RowSlot& rs, int nvec, F&& f) {
+#pragma unroll
+  for (int k = 0; k < I; ++k) {
+    const int j = k * rs.nthreads + rs.tid;
+    if (j < nvec) f(k, static_cast<int64_t>(j) * V);
+  }
+}
 
-  // 1. The row into registers: every load first (raw), then decoded, then the residual added
-  // and stored.
-  // NOTES: a load stays after a store it may alias (x may be out; the residual is written), so
-  // a residual store between two items' loads held the second item's loads until the first
-  // item's data arrived (one DRAM round trip per item instead of one per row). Decoding each
-  // item as it was loaded did the same in SASS: the decode stayed in the load's guarded block
-  // and waited for the data (vec_io.cuh).
-  // Item k is vector j = k * nthreads + tid of the row; each(f) runs f(k, column) for this
-  // thread's items.
-  const auto each = [&](auto&& f) {
-#pragma unroll
-    for (int k = 0; k < I; ++k) {
-      const int j = k * rs.nthreads + rs.tid;
-      if (j < nvec) f(k, static_cast<int64_t>(j) * V);
-    }
-  };
-  float v[I][V], r[I][V];
-  float vt[1] = {0.0f}, rt[1] = {0.0f};
-#pragma unroll
-  for (int k = 0; k < I; ++k)
-#pragma unroll
-    for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
-  RawVec<XT, V> xr[I];
-  RawAny<V> rr[I];
-  RawVec<XT, 1> xtr;
-  RawAny<1> rtr;
-  const auto decode_item = [&](int k, int64_t) {
-    decode_raw(xr[k], v[k]);
-    if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
-  };
-  // NOTES: f32 x vec 4 / E 16 (f32 rows above 2048) decodes each item as it arrives instead:
-  // every load first spilled 6-12 bytes at the 64-register cap there; so does the vec 1 / E 16
-  // kernel on sm_100a (36 bytes loads first, 8 as it arrives).
-  constexpr bool kLoadsFirst =
-      !(XT == DType::f32 && V == 4 && E == kLargeE) && !(TEJAS_ARCH >= 1000 && V == 1 && E == kLargeE);
-  each([&](int k, int64_t col) {
-    load_x_raw<XT, V>(p, rs.row, col, xr[k]);
-    if (p.residual != nullptr) load_residual_raw<V, true>(p, rs.row, col, rr[k]);
-    if constexpr (!kLoadsFirst) decode_item(k, col);
-  });
-  if (has_tail) {
-    load_x_raw<XT, 1>(p, rs.row, tail_col, xtr);
-    if (p.residual != nullptr) load_residual_raw<1, false>(p, rs.row, tail_col, rtr);
-  }
-  // The norm.prefetch_rows variant: the row `prefetch_rows` ahead heads for L2 now (no registers
-  // held), so that its CTA, starting about a wave later, finds its x and residual there. Only
-  // with at most 2 items (the 16-byte rows): NOTES: with 4-16 items the addresses spilled 4-24
-  // bytes in the E-16 kernels.
-  if (I <= 2 && p.prefetch_rows > 0 && rs.row + p.prefetch_rows < p.T) {
-    const int64_t ahead = rs.row + p.prefetch_rows;
-    each([&](int, int64_t col) {
-      ptx::prefetch_l2(elem_at(p.x, ahead, p.x_stride, col, kElemBytes<XT>));
-      if (p.residual != nullptr)
-        ptx::prefetch_l2(elem_at(p.residual, ahead, p.res_stride, col, float_bytes(p.res_dtype)));
-    });
-  }
-  // The weight is read after the reduction (keeping it out of registers); its lines head for L2
-  // now, so that read is an L2 hit even in decode, where nothing else brought them there.
-  // NOTES: only with few items (vectorized rows): with 8-16 (misaligned views, vec 1-2) the
-  // compiler kept every weight address live across the reduction and spilled 92-132 bytes.
-  if constexpr (I <= 4) {
-    each([&](int, int64_t col) { ptx::prefetch_l2(elem_at(p.weight, 0, 0, col, float_bytes(p.w_dtype))); });
-  }
-  // Decoded once every load is issued.
-  if constexpr (kLoadsFirst) each(decode_item);
-  if (has_tail) {
-    decode_raw(xtr, vt);
-    if (p.residual != nullptr) decode_any(p.res_dtype, rtr, rt);
-  }
-  if (p.residual != nullptr) {
-    each([&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
-    if (has_tail) add_residual<1>(p, rs.row, tail_col, vt, rt);
-  }
-
+// Steps 2-4 of a row whose values (residual added and stored) are in v / vt: the sum of squares,
+// y = v * inv_rms * weight in place, and the write (out, and the fp8 scales).
+// kNarrowWeight: the weight is 16-bit (vec-8 configs), its registers half of RawAny's.
+template <DType XT, int V, int I, bool kWeightsFirst, bool kNarrowWeight = false>
+__device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& rs, int nvec, float (&v)[I][V],
+                                           float (&vt)[1], bool has_tail, int64_t tail_col, NormSmem* smem) {
+  const auto each = [&](auto&& f) { each_item<I, V>(rs, nvec, f); };
   // 2. Sum of squares -> 1 / rms.
   float ss = vt[0] * vt[0];
 #pragma unroll
@@ -254,8 +215,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   // one L2 round trip, not one per item.
   // NOTES: weights first in the E-16 kernels of 4-8 items (vec 2 and 4) spilled 4-16 bytes.
   {
-    constexpr bool kWeightsFirst = kLoadsFirst && (E == kSmallE || I <= 2);
-    RawAny<V> wr[I];
+    std::conditional_t<kNarrowWeight, RawVec<DType::bf16, V>, RawAny<V>> wr[I];
     RawAny<1> wtr;
     each([&](int k, int64_t col) {
       load_weight_raw<V>(p, col, wr[k]);
@@ -322,6 +282,176 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
     if (j < nvec) store_out<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], s);
   }
   if (has_tail) store_out<XT, 1>(p, rs.row, tail_col, vt, s);
+}
+
+template <DType XT, int V, int E>
+__global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
+  static_assert(E % V == 0 && E / V <= kLargeE, "E floats per thread as E / V vectors");
+  constexpr int I = E / V;
+  NormSmem* smem = dev::dynamic_smem<NormSmem>();
+  const RowSlot rs = row_slot(p);
+  if (rs.row >= p.T) return;  // warp-per-row mode only (whole warps; no block barrier there)
+  const int nvec = p.H / V, tail = p.H - nvec * V;
+  const int64_t tail_col = static_cast<int64_t>(nvec) * V + rs.tid;
+  const bool has_tail = rs.tid < tail;
+
+  // 1. The row into registers: every load first (raw), then decoded, then the residual added
+  // and stored.
+  // NOTES: a load stays after a store it may alias (x may be out; the residual is written), so
+  // a residual store between two items' loads held the second item's loads until the first
+  // item's data arrived (one DRAM round trip per item instead of one per row). Decoding each
+  // item as it was loaded did the same in SASS: the decode stayed in the load's guarded block
+  // and waited for the data (vec_io.cuh).
+  // Item k is vector j = k * nthreads + tid of the row; each(f) runs f(k, column) for this
+  // thread's items.
+  const auto each = [&](auto&& f) { each_item<I, V>(rs, nvec, f); };
+  float v[I][V], r[I][V];
+  float vt[1] = {0.0f}, rt[1] = {0.0f};
+#pragma unroll
+  for (int k = 0; k < I; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[k][e] = 0.0f;
+  RawVec<XT, V> xr[I];
+  RawAny<V> rr[I];
+  dev::Loaded<RawVec<XT, 1>> xtr;  // loaded and read under has_tail
+  RawAny<1> rtr;
+  const auto decode_item = [&](int k, int64_t) {
+    decode_raw(xr[k], v[k]);
+    if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
+  };
+  // NOTES: f32 x vec 4 / E 16 (f32 rows above 2048) decodes each item as it arrives instead:
+  // every load first spilled 6-12 bytes at the 64-register cap there; so does the vec 1 / E 16
+  // kernel on sm_100a (36 bytes loads first, 8 as it arrives).
+  constexpr bool kLoadsFirst =
+      !(XT == DType::f32 && V == 4 && E == kLargeE) && !(TEJAS_ARCH >= 1000 && V == 1 && E == kLargeE);
+  each([&](int k, int64_t col) {
+    load_x_raw<XT, V>(p, rs.row, col, xr[k]);
+    if (p.residual != nullptr) load_residual_raw<V, true>(p, rs.row, col, rr[k]);
+    if constexpr (!kLoadsFirst) decode_item(k, col);
+  });
+  if (has_tail) {
+    RawVec<XT, 1> t;
+    load_x_raw<XT, 1>(p, rs.row, tail_col, t);
+    xtr.set(t);
+    if (p.residual != nullptr) load_residual_raw<1, false>(p, rs.row, tail_col, rtr);
+  }
+  // The norm.prefetch_rows variant: the row `prefetch_rows` ahead heads for L2 now (no registers
+  // held), so that its CTA, starting about a wave later, finds its x and residual there. Only
+  // with at most 2 items (the 16-byte rows): NOTES: with 4-16 items the addresses spilled 4-24
+  // bytes in the E-16 kernels.
+  if (I <= 2 && p.prefetch_rows > 0 && rs.row + p.prefetch_rows < p.T) {
+    const int64_t ahead = rs.row + p.prefetch_rows;
+    each([&](int, int64_t col) {
+      ptx::prefetch_l2(elem_at(p.x, ahead, p.x_stride, col, kElemBytes<XT>));
+      if (p.residual != nullptr)
+        ptx::prefetch_l2(elem_at(p.residual, ahead, p.res_stride, col, float_bytes(p.res_dtype)));
+    });
+  }
+  // The weight is read after the reduction (keeping it out of registers); its lines head for L2
+  // now, so that read is an L2 hit even in decode, where nothing else brought them there.
+  // NOTES: only with few items (vectorized rows): with 8-16 (misaligned views, vec 1-2) the
+  // compiler kept every weight address live across the reduction and spilled 92-132 bytes.
+  if constexpr (I <= 4) {
+    each([&](int, int64_t col) { ptx::prefetch_l2(elem_at(p.weight, 0, 0, col, float_bytes(p.w_dtype))); });
+  }
+  // Decoded once every load is issued.
+  if constexpr (kLoadsFirst) each(decode_item);
+  if (has_tail) {
+    decode_raw(xtr.get(), vt);
+    if (p.residual != nullptr) decode_any(p.res_dtype, rtr, rt);
+  }
+  if (p.residual != nullptr) {
+    each([&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
+    if (has_tail) add_residual<1>(p, rs.row, tail_col, vt, rt);
+  }
+
+  // 2-4. Sum of squares, weight, write.
+  finish_row<XT, V, I, kLoadsFirst && (E == kSmallE || I <= 2)>(p, rs, nvec, v, vt, has_tail, tail_col, smem);
+}
+
+// The norm.pipeline variant (config.h's with_pipeline): persistent CTAs walk rows blockIdx.x,
+// + gridDim.x, ...; each keeps p.pipeline_stages rows ahead in flight, x (and the residual) copied
+// by cp.async into this thread's own shared-memory slots, while it reduces and writes the current
+// row. The default kernel has its loads out only before each row's reduction (its CTA waits for
+// one DRAM round trip, then reduces, reads the weight and stores with nothing in flight); here the
+// next rows' bytes are in flight through all of that, and cost no registers.
+// Rows of whole 16-byte x vectors only (pipeline_eligible): no tail, and the residual, if any,
+// 16-bit (16-byte vectors too).
+// Each thread reads back only the slots it copied into, so cp_async_wait alone orders them: no
+// barrier. A slot is copied into again only after the ld.shared that read it, in program order
+// (the cp.async wrapper's memory clobber keeps the compiler from moving the load past it; the
+// copy is performed as if by an asynchronous thread that the issue starts, after the thread's
+// earlier accesses).
+template <DType XT, int V, int E>
+__global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams p) {
+  static_assert(V * kElemBytes<XT> == kPipeSlotBytes && E % V == 0, "16-byte x vectors, E / V of them");
+  constexpr int I = E / V;
+  using Slot = typename RawVec<XT, V>::Chunk;  // 16 bytes
+  static_assert(sizeof(Slot) == kPipeSlotBytes && sizeof(NormSmem) % kPipeSlotBytes == 0, "slots after NormSmem");
+  NormSmem* smem = dev::dynamic_smem<NormSmem>();
+  Slot* const slots = reinterpret_cast<Slot*>(smem + 1);
+  const int nvec = p.H / V;  // H % V == 0
+  const bool fused = p.residual != nullptr;
+  const int tensors = fused ? 2 : 1, stages = p.pipeline_stages;
+  RowSlot rs{static_cast<int64_t>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+  const int64_t step = gridDim.x;
+  const auto slot = [&](int stage, int tensor, int k) {
+    return slots + ((stage * tensors + tensor) * I + k) * rs.nthreads + rs.tid;
+  };
+  // Row `row`'s vectors of this thread into stage `stage`, as one commit group; past the last
+  // row the group is empty, so that group n is always this CTA's n-th row.
+  const auto issue = [&](int64_t row, int stage) {
+    if (row < p.T) {
+      each_item<I, V>(rs, nvec, [&](int k, int64_t col) {
+        ptx::cp_async_16(slot(stage, 0, k), elem_at(p.x, row, p.x_stride, col, kElemBytes<XT>));
+        if (fused) ptx::cp_async_16(slot(stage, 1, k), elem_at(p.residual, row, p.res_stride, col, 2));
+      });
+    }
+    ptx::cp_async_commit();
+  };
+  for (int stage = 0; stage < stages; ++stage) issue(rs.row + stage * step, stage);
+  // NOTES: no prefetch.L2 of the weight (norm_kernel's): its addresses were kept for the loop's
+  // weight loads and spilled 16-48 bytes in the E-16 kernels; every CTA walks >= 2 rows, so
+  // only the first row's weight read can miss L2.
+
+  int stage = 0;
+  for (; rs.row < p.T; rs.row += step) {
+    if (stages == 2) ptx::cp_async_wait<1>();  // this row's group landed; the next one may not have
+    else ptx::cp_async_wait<0>();
+    // This row's slots into registers as raw words, then the slots are refilled with the row
+    // `stages` ahead before anything is decoded (fewer live registers across the copies' address
+    // math: decoded first, the E-16 kernels spilled 8-16 bytes).
+    RawVec<XT, V> xr[I];
+    RawVec<DType::bf16, V> rr[I];  // a 16-bit residual (pipeline_eligible), bf16 or f16 bits
+    each_item<I, V>(rs, nvec, [&](int k, int64_t) {
+      xr[k].c[0] = ptx::ld_shared(slot(stage, 0, k));
+      if (fused) rr[k].c[0] = ptx::ld_shared(slot(stage, 1, k));
+    });
+    issue(rs.row + stages * step, stage);
+    float v[I][V], r[I][V];
+    float vt[1] = {0.0f};
+#pragma unroll
+    for (int k = 0; k < I; ++k)
+#pragma unroll
+      for (int e = 0; e < V; ++e) v[k][e] = r[k][e] = 0.0f;
+    each_item<I, V>(rs, nvec, [&](int k, int64_t) {
+      decode_raw(xr[k], v[k]);
+      if (!fused) return;
+      if (p.res_dtype == DType::bf16) {
+        decode_raw(rr[k], r[k]);
+      } else {
+        RawVec<DType::f16, V> g;
+        memcpy(&g, &rr[k], sizeof g);
+        decode_raw(g, r[k]);
+      }
+    });
+    stage = stage + 1 == stages ? 0 : stage + 1;
+    if (fused) each_item<I, V>(rs, nvec, [&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
+    // NOTES: kNarrowWeight: with RawAny's f32 room the unloaded upper halves were carried from
+    // row to row through local memory (32-48 bytes of spill in the E-16 kernels).
+    finish_row<XT, V, I, true, true>(p, rs, nvec, v, vt, false, 0, smem);
+  }
+  ptx::cp_async_wait_all();  // the empty trailing groups: nothing left pending at exit
 }
 
 }  // inline namespace TEJAS_BUILD_NS

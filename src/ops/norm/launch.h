@@ -19,13 +19,23 @@ struct NormArgs {
 };
 
 struct NormLaunch {
+  NormProblem problem;
   NormConfig config;
   NormParams params;
   size_t smem_bytes = sizeof(NormSmem);
 };
 
-// Problem -> config (printed when TEJAS_PRINT_CONFIG=1) and kernel parameters.
-NormLaunch plan_norm(const char* op, const NormArgs& a);
+// Problem -> config and kernel parameters (the default kernels: one CTA per row).
+NormLaunch plan_norm(const NormArgs& a);
+
+// The norm.pipeline variant (TEJAS_TUNE; config.h's with_pipeline), once the launcher knows how
+// many CTAs of the pipelined kernel fit on the device at once: config, parameters and shared
+// memory. Then prints the config when TEJAS_PRINT_CONFIG=1. resident_ctas = 0: no pipeline.
+void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l);
+
+// The emulator's stand-in for a GPU's resident CTAs: small and odd, so that tests see CTAs with
+// unequal row counts.
+inline constexpr int64_t kEmuResidentCtas = 3;
 
 // Each returns unsupported for H above kMaxH; in debug-check mode a static fp8 scale's value is
 // checked first (invalid_argument naming out_scale.scale).

@@ -11,9 +11,10 @@ Status launch_norm_emulator(const char* op, const ExecContext& ctx, const NormAr
   detail::begin_emulator_call();
   if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
     TEJAS_RETURN_IF_ERROR(ref::check_static_fp8_scale(op, a.scale));
-  const NormLaunch l = plan_norm(op, a);
+  NormLaunch l = plan_norm(a);
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::emulator, "H above 16384");
-  const NormKernel kernel = pick_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);
+  finish_plan(op, kEmuResidentCtas, &l);
+  const NormKernel kernel = kernel_for(a.x.dtype, l.config);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");
 
   using emu::Access;

@@ -33,6 +33,7 @@ struct NormParams {
   OutKind out_kind = OutKind::same;
   bool warp_per_row = false;  // one warp per row (blockDim.x = 32 * rows per block); else one CTA per row
   int prefetch_rows = 0;      // > 0: also prefetch.L2 row + prefetch_rows's x and residual (TEJAS_TUNE norm.prefetch_rows)
+  int pipeline_stages = 0;    // norm_pipe_kernel only: rows each CTA keeps in flight in shared memory (1 or 2)
 };
 
 }  // namespace tejas::norm

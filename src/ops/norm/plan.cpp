@@ -26,6 +26,7 @@ std::string describe(const NormConfig& c) {
   if (!c.supported) return "unsupported (H > 16384)";
   os << "vec " << c.vec << ", E " << c.elems_per_thread << ", " << c.threads << " threads, "
      << (c.warp_per_row ? "warp per row, " : "CTA per row, ") << c.rows_per_block << " row(s)/CTA, grid " << c.grid;
+  if (c.pipeline_stages > 0) os << ", pipelined (" << c.pipeline_stages << " row(s) ahead, persistent CTAs)";
   return os.str();
 }
 
@@ -35,7 +36,7 @@ void maybe_print_config(const char* op, const NormProblem& p, const NormConfig& 
                                std::string(dtype_name(p.x.dtype)) + " -> " + describe(c));
 }
 
-NormLaunch plan_norm(const char* op, const NormArgs& a) {
+NormLaunch plan_norm(const NormArgs& a) {
   NormProblem prob;
   prob.T = a.x.shape[0];
   prob.H = a.x.shape[1];
@@ -46,8 +47,8 @@ NormLaunch plan_norm(const char* op, const NormArgs& a) {
   prob.out = operand(a.out);
 
   NormLaunch l;
+  l.problem = prob;
   l.config = choose_config(prob);
-  maybe_print_config(op, prob, l.config);
 
   NormParams& p = l.params;
   p.x = a.x.data;
@@ -73,6 +74,16 @@ NormLaunch plan_norm(const char* op, const NormArgs& a) {
   p.warp_per_row = l.config.warp_per_row;
   p.prefetch_rows = detail::tune().norm_prefetch_rows;
   return l;
+}
+
+void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
+  const int stages = detail::tune().norm_pipeline;
+  l->config = with_pipeline(l->problem, l->config, stages, resident_ctas);
+  if (l->config.pipeline_stages > 0) {
+    l->params.pipeline_stages = l->config.pipeline_stages;
+    l->smem_bytes = static_cast<size_t>(pipeline_smem_bytes(l->config, l->problem.residual.present, stages));
+  }
+  maybe_print_config(op, l->problem, l->config);
 }
 
 }  // namespace tejas::norm

@@ -14,6 +14,7 @@
 #include "ops/common/emu_launch.h"
 #include "ops/norm/kernel_harness.h"
 #include "ops/norm/quant_math.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 
@@ -208,11 +209,45 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, EmulatorCounters) {
   EXPECT_EQ(k.bank_conflict_wavefronts(), 0u);
 }
 
+// TEJAS_TUNE norm.pipeline (persistent CTAs, rows copied ahead by cp.async): the same rules, on
+// rows the variant takes (T >= 2 x the emulator's 3 CTAs, whole 16-byte vectors), f32 and ue8m0
+// scales, row- and column-major; each row of x and the residual copied exactly once.
+TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
+  TEJAS_SEEDED_TEST_RNG();
+  const std::vector<QCase> list = {
+      {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 2048},
+      {DType::f16, DType::f16, DType::f16, DType::ue8m0, 8, 4096, 8},
+      {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 1152, 0, 0, true},
+  };
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
+    detail::Tune t;
+    t.norm_pipeline = stages;
+    const detail::ScopedTuneOverride variant(t);
+    for (const QCase& c : list) {
+      check_case(Backend::emulator, c, rng);
+      const auto& reps = detail::last_emulator_reports();
+      ASSERT_EQ(reps.size(), 1u);
+      EXPECT_EQ(reps[0].counters.cp_async_bytes, static_cast<uint64_t>(2 * c.T * c.H * 2)) << describe(c);
+    }
+  }
+}
+
 TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, MatchesReference) {
   TEJAS_REQUIRE_CUDA();
   auto all = cases();
   all.push_back({DType::bf16, DType::bf16, DType::bf16, DType::f32, 1, 16384});
   run_all(Backend::cuda, all);
+}
+
+// On a GPU: T at least 2 x the resident CTAs (H = 2048: up to 8 CTAs per SM; 4096: 4; 132 SMs).
+TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, PipelineVariant) {
+  TEJAS_REQUIRE_CUDA();
+  detail::Tune t;
+  t.norm_pipeline = 2;
+  const detail::ScopedTuneOverride variant(t);
+  run_all(Backend::cuda, {{DType::bf16, DType::bf16, DType::bf16, DType::f32, 2200, 2048},
+                          {DType::f16, DType::f16, DType::f16, DType::ue8m0, 1100, 4096, 8}});
 }
 
 }  // namespace

@@ -134,4 +134,45 @@ TEST(NormConfig, EveryRowIsCovered) {
   }
 }
 
+// The norm.pipeline variant: which configs take it, the grid and the slots' shared memory.
+TEST(NormConfig, PipelineTakesWholeSixteenByteRowsOnly) {
+  const NormProblem p = bf16_problem(1000, 4096);
+  const NormConfig c = choose_config(p);
+  EXPECT_TRUE(pipeline_eligible(p, c));
+  NormConfig q = with_pipeline(p, c, 2, 400);
+  EXPECT_EQ(q.pipeline_stages, 2);
+  EXPECT_EQ(q.grid, 400);                         // persistent: the resident CTAs
+  EXPECT_EQ(q.threads, c.threads);                // the row's thread mapping unchanged
+  EXPECT_EQ(with_pipeline(p, c, 2, 501).grid, 1000);  // T < 2 x resident: one CTA per row
+  EXPECT_EQ(with_pipeline(p, c, 2, 501).pipeline_stages, 0);
+  EXPECT_EQ(with_pipeline(p, c, 0, 400).pipeline_stages, 0);  // off
+  EXPECT_EQ(with_pipeline(p, c, 1, 0).pipeline_stages, 0);    // residency unknown
+  // 256 threads x 2 items x 16 bytes per stage and tensor, after NormSmem.
+  EXPECT_EQ(pipeline_smem_bytes(c, false, 1), static_cast<int64_t>(sizeof(NormSmem)) + 256 * 2 * 16);
+  EXPECT_EQ(pipeline_smem_bytes(c, true, 2), static_cast<int64_t>(sizeof(NormSmem)) + 4 * 256 * 2 * 16);
+  // The largest: 1024 threads, fused, 2 stages: 128 KiB of slots, under the sm_80 opt-in 163 KB.
+  const NormProblem big = bf16_problem(1000, kMaxH);
+  EXPECT_EQ(pipeline_smem_bytes(choose_config(big), true, 2), static_cast<int64_t>(sizeof(NormSmem)) + 128 * 1024);
+
+  NormProblem r = p;
+  r.residual = aligned(DType::bf16);
+  EXPECT_TRUE(pipeline_eligible(r, choose_config(r)));
+  r.residual = aligned(DType::f32);  // vec 4: 8-byte x vectors
+  EXPECT_FALSE(pipeline_eligible(r, choose_config(r)));
+  NormProblem f = p;
+  f.x = aligned(DType::f32);
+  EXPECT_FALSE(pipeline_eligible(f, choose_config(f)));
+  NormProblem m = p;
+  m.x.align = 8;  // a misaligned view: vec 4
+  EXPECT_FALSE(pipeline_eligible(m, choose_config(m)));
+  const NormProblem tail = bf16_problem(1000, 4100);  // H % 8 = 4
+  EXPECT_FALSE(pipeline_eligible(tail, choose_config(tail)));
+  const NormProblem warp = bf16_problem(1000, 256);  // one warp per row
+  EXPECT_FALSE(pipeline_eligible(warp, choose_config(warp)));
+  NormProblem group = p;
+  group.out = aligned(DType::e4m3);
+  group.out_kind = OutKind::fp8_group;
+  EXPECT_TRUE(pipeline_eligible(group, choose_config(group)));
+}
+
 }  // namespace

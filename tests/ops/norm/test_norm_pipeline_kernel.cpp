@@ -1,0 +1,170 @@
+// The norm.pipeline variant (TEJAS_TUNE; norm_pipe_kernel): persistent CTAs that keep 1 or 2 rows
+// ahead in flight through cp.async. On the emulator (kEmuResidentCtas = 3 CTAs) every case must
+// match the reference exactly as the default kernels do (kernel_harness.h's rules), the copies
+// must move each row of x (and the residual) exactly once, the compulsory bytes stay the
+// compulsory bytes, and configs the variant does not take (short T, tails, f32 operands, warp
+// rows) must run the default kernel. cuda: the same cases, sized to engage it on a real GPU.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ops/common/emu_launch.h"
+#include "ops/norm/kernel_cases.h"
+#include "ops/norm/launch.h"
+#include "runtime/tune.h"
+#include "support/seed.h"
+
+using namespace tejas;
+using namespace tejas::normtest;
+using check::HostTensor;
+
+namespace {
+
+struct Shape {
+  int64_t T, H, pad;
+  int64_t gpu_T;  // rows on a GPU: at least 2 x its resident CTAs (132 SMs, up to 2048 threads each)
+};
+
+// T >= 2 x 3 so that the emulator pipelines; T not a multiple of 3, so CTAs walk unequal row
+// counts. H: one item per thread with a partial last warp (264: 33 vectors on 64 threads, up to
+// 32 CTAs per SM), E 8 at its largest (2048), E 16 with a partial second item (2056: 257 vectors
+// on 160 threads), a padded 4096 row.
+constexpr Shape kShapes[] = {{6, 264, 0, 8500}, {7, 2048, 0, 2200}, {8, 2056, 0, 2200}, {13, 4096, 8, 1100}};
+
+std::vector<NormCase> pipeline_cases(bool gpu, const std::vector<DType>& xs) {
+  std::vector<NormCase> v;
+  for (DType x : xs)
+    for (const Shape& s : kShapes) {
+      const int64_t T = gpu ? s.gpu_T : s.T;
+      v.push_back({x, x, x, T, s.H, s.pad});           // rms_norm
+      v.push_back({x, DType::f32, x, T, s.H, s.pad});  // an f32 weight: vec 4, so the default kernel
+      NormCase f{x, x, x, T, s.H, s.pad};
+      f.fused = true;
+      for (DType res : {DType::bf16, DType::f16}) {
+        f.res = res;
+        v.push_back(f);
+      }
+    }
+  for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor}) {
+    NormCase c{DType::bf16, DType::bf16, DType::e4m3, gpu ? 2200 : 7, 2048, 0};
+    c.mode = m;
+    v.push_back(c);
+    c.fused = true;
+    v.push_back(c);
+  }
+  NormCase in_place{DType::bf16, DType::bf16, DType::bf16, gpu ? 1100 : 7, 4096, 0};
+  in_place.in_place = true;
+  v.push_back(in_place);
+  return v;
+}
+
+detail::Tune pipeline_tune(int stages) {
+  detail::Tune t;
+  t.norm_pipeline = stages;
+  return t;
+}
+
+TEST(NormPipelineKernel, MatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
+    const detail::ScopedTuneOverride variant(pipeline_tune(stages));
+    for (const NormCase& c : pipeline_cases(false, {DType::bf16, DType::f16})) check_norm_case(Backend::emulator, c, rng);
+  }
+}
+
+// The largest row: 1024 threads, 2 x 2 x 32 KiB of slots at 2 stages with a residual.
+TEST(NormPipelineKernel, LargestHidden) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride variant(pipeline_tune(2));
+  NormCase c{DType::bf16, DType::bf16, DType::bf16, 7, norm::kMaxH, 0};
+  check_norm_case(Backend::emulator, c, rng);
+  c.fused = true;
+  check_norm_case(Backend::emulator, c, rng);
+}
+
+// Bytes moved by the copies: each row of x (and of the residual) exactly once, so no row is
+// skipped or fetched twice, and the launch's unique bytes stay the compulsory ones. Without the
+// variant, or where it does not apply, no cp.async runs.
+TEST(NormPipelineKernel, CopiesEachRowOnce) {
+  TEJAS_SEEDED_TEST_RNG();
+  struct Case {
+    int64_t T, H;
+    bool fused;
+    int stages;
+    bool pipelined;
+  };
+  const Case cases[] = {
+      {7, 4096, false, 2, true},  {7, 4096, true, 2, true}, {8, 2056, true, 1, true},
+      {5, 4096, false, 2, false},  // T < 2 x 3 resident CTAs: one CTA per row is better
+      {7, 4100, false, 2, false},  // H % 8: a tail
+      {7, 200, false, 2, false},   // warp per row
+      {7, 4096, false, 0, false},  // the variant off
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(::testing::Message() << "T=" << k.T << " H=" << k.H << (k.fused ? " fused" : "") << " stages "
+                                      << k.stages);
+    const detail::ScopedTuneOverride variant(pipeline_tune(k.stages));
+    HostTensor x(DType::bf16, {k.T, k.H}), res(DType::bf16, {k.T, k.H}), out(DType::bf16, {k.T, k.H}),
+        w(DType::bf16, {k.H});
+    fill_rows(x, rng);
+    fill_rows(res, rng);
+    check::fill_normal(w, rng, 1.0, 0.5);
+    const ExecContext ctx = ctx_for(Backend::emulator);
+    TEJAS_ASSERT_OK(k.fused ? fused_add_rms_norm(ctx, x, res, w, kEps, out) : rms_norm(ctx, x, w, kEps, out));
+    const auto& reps = detail::last_emulator_reports();
+    ASSERT_EQ(reps.size(), 1u);
+    const emu::Counters& c = reps[0].counters;
+    const uint64_t row_bytes = static_cast<uint64_t>(k.T * k.H * 2), tensors = k.fused ? 2 : 1;
+    EXPECT_EQ(c.cp_async_bytes, k.pipelined ? tensors * row_bytes : 0u);
+    EXPECT_EQ(c.global_bytes_read_unique, tensors * row_bytes + static_cast<uint64_t>(k.H * 2));
+    EXPECT_EQ(c.global_bytes_written_unique, tensors * row_bytes);
+    EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+    if (k.pipelined && k.H * 2 % 32 == 0) {  // rows on sector boundaries: every copy's sectors whole
+      EXPECT_EQ(c.excess_load_sectors(), 0u);
+    }
+  }
+}
+
+// The pipelined launch shape: grid = the resident CTAs, the slots' shared memory, the config line.
+TEST(NormPipelineKernel, PlanUsesResidentCtasAndSlots) {
+  const detail::ScopedTuneOverride variant(pipeline_tune(2));
+  HostTensor x(DType::bf16, {100, 4096}), res(DType::bf16, {100, 4096}), out(DType::bf16, {100, 4096}),
+      w(DType::bf16, {4096});
+  norm::NormArgs a{x.view(), res.view(), w.view(), out.view(), TensorView{}, kEps, norm::OutKind::same};
+  norm::NormLaunch l = norm::plan_norm(a);
+  EXPECT_EQ(l.config.pipeline_stages, 0);
+  EXPECT_EQ(l.config.grid, 100);
+  norm::finish_plan("fused_add_rms_norm", 40, &l);
+  EXPECT_EQ(l.config.pipeline_stages, 2);
+  EXPECT_EQ(l.params.pipeline_stages, 2);
+  EXPECT_EQ(l.config.grid, 40);
+  // 256 threads x 2 items x 2 tensors x 2 stages x 16 bytes after NormSmem.
+  EXPECT_EQ(l.smem_bytes, sizeof(norm::NormSmem) + 256 * 2 * 2 * 2 * 16);
+  EXPECT_NE(norm::describe(l.config).find("pipelined (2 row(s) ahead"), std::string::npos) << norm::describe(l.config);
+  norm::NormLaunch l2 = norm::plan_norm(a);
+  norm::finish_plan("fused_add_rms_norm", 51, &l2);  // 100 rows < 2 x 51: not pipelined
+  EXPECT_EQ(l2.config.pipeline_stages, 0);
+  EXPECT_EQ(l2.params.pipeline_stages, 0);
+  EXPECT_EQ(l2.config.grid, 100);
+  EXPECT_EQ(l2.smem_bytes, sizeof(norm::NormSmem));
+}
+
+// On a GPU the resident CTAs are the device's (hundreds to 4224 on an H200), so T is sized to
+// engage the variant at every shape (kShapes' gpu_T); f16 at 2 stages only, to keep the host
+// reference's time down.
+TEST(NormPipelineKernelCuda, MatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
+    const detail::ScopedTuneOverride variant(pipeline_tune(stages));
+    const std::vector<DType> xs = stages == 2 ? std::vector<DType>{DType::bf16, DType::f16} : std::vector<DType>{DType::bf16};
+    for (const NormCase& c : pipeline_cases(true, xs)) check_norm_case(Backend::cuda, c, rng);
+    NormCase big{DType::bf16, DType::bf16, DType::bf16, 300, norm::kMaxH, 0};
+    big.fused = true;
+    check_norm_case(Backend::cuda, big, rng);
+  }
+}
+
+}  // namespace
