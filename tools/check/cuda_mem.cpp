@@ -40,6 +40,14 @@ bool cuda_available(std::string* why) {
   }
   return true;
 }
+int cuda_sm_count() {
+  int device = 0, n = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
 Status device_alloc(void** ptr, size_t bytes) { return from_cuda(cudaMalloc(ptr, bytes), "cudaMalloc"); }
 void device_free(void* ptr) {
   if (ptr) (void)cudaFree(ptr);
@@ -60,6 +68,7 @@ bool cuda_available(std::string* why) {
   if (why) *why = kNoCuda;
   return false;
 }
+int cuda_sm_count() { return 0; }
 Status device_alloc(void** ptr, size_t) {
   *ptr = nullptr;
   return Status::Unsupported(kNoCuda);

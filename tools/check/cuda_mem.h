@@ -14,6 +14,8 @@ namespace tejas::check {
 // True when built with CUDA and a device is visible; otherwise `why` (if given) says why not:
 // "built without CUDA (host-only build)" or "no CUDA device: <runtime error>".
 bool cuda_available(std::string* why = nullptr);
+// Streaming multiprocessors of the current device (0 without one).
+int cuda_sm_count();
 
 Status device_alloc(void** ptr, size_t bytes);
 void device_free(void* ptr);

@@ -33,6 +33,10 @@ NormLaunch plan_norm(const NormArgs& a);
 // memory. Then prints the config when TEJAS_PRINT_CONFIG=1. resident_ctas = 0: no pipeline.
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l);
 
+// The config this thread's last norm launch (either backend) ran with: tests check which kernel
+// a case reached (the pipelined one or the default).
+NormConfig last_config();
+
 // The emulator's stand-in for a GPU's resident CTAs: small and odd, so that tests see CTAs with
 // unequal row counts.
 inline constexpr int64_t kEmuResidentCtas = 3;

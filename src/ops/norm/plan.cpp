@@ -24,9 +24,12 @@ Operand operand(const TensorView& t) {
 std::string describe(const NormConfig& c) {
   std::ostringstream os;
   if (!c.supported) return "unsupported (H > 16384)";
-  os << "vec " << c.vec << ", E " << c.elems_per_thread << ", " << c.threads << " threads, "
-     << (c.warp_per_row ? "warp per row, " : "CTA per row, ") << c.rows_per_block << " row(s)/CTA, grid " << c.grid;
-  if (c.pipeline_stages > 0) os << ", pipelined (" << c.pipeline_stages << " row(s) ahead, persistent CTAs)";
+  os << "vec " << c.vec << ", E " << c.elems_per_thread << ", " << c.threads << " threads, ";
+  if (c.pipeline_stages > 0) {
+    os << "persistent CTAs walking the rows (" << c.pipeline_stages << " row(s) ahead by cp.async), grid " << c.grid;
+    return os.str();
+  }
+  os << (c.warp_per_row ? "warp per row, " : "CTA per row, ") << c.rows_per_block << " row(s)/CTA, grid " << c.grid;
   return os.str();
 }
 
@@ -76,6 +79,12 @@ NormLaunch plan_norm(const NormArgs& a) {
   return l;
 }
 
+namespace {
+thread_local NormConfig g_last_config;
+}  // namespace
+
+NormConfig last_config() { return g_last_config; }
+
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
   const int stages = detail::tune().norm_pipeline;
   l->config = with_pipeline(l->problem, l->config, stages, resident_ctas);
@@ -84,6 +93,7 @@ void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
     l->smem_bytes = static_cast<size_t>(pipeline_smem_bytes(l->config, l->problem.residual.present, stages));
   }
   maybe_print_config(op, l->problem, l->config);
+  g_last_config = l->config;
 }
 
 }  // namespace tejas::norm

@@ -11,7 +11,9 @@
 #include <sstream>
 #include <vector>
 
+#include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
+#include "ops/norm/launch.h"
 #include "ops/norm/kernel_harness.h"
 #include "ops/norm/quant_math.h"
 #include "runtime/tune.h"
@@ -229,6 +231,7 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
       const auto& reps = detail::last_emulator_reports();
       ASSERT_EQ(reps.size(), 1u);
       EXPECT_EQ(reps[0].counters.cp_async_bytes, static_cast<uint64_t>(2 * c.T * c.H * 2)) << describe(c);
+      EXPECT_EQ(norm::last_config().pipeline_stages, stages) << describe(c);
     }
   }
 }
@@ -240,14 +243,20 @@ TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, MatchesReference) {
   run_all(Backend::cuda, all);
 }
 
-// On a GPU: T at least 2 x the resident CTAs (H = 2048: up to 8 CTAs per SM; 4096: 4; 132 SMs).
+// On a GPU: T above twice the most CTAs of these block sizes an SM could hold (2048 threads per
+// SM: H = 2048 and 4096 run 256-thread CTAs, at most 8), so the variant runs on any GPU.
 TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, PipelineVariant) {
   TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
   detail::Tune t;
   t.norm_pipeline = 2;
   const detail::ScopedTuneOverride variant(t);
-  run_all(Backend::cuda, {{DType::bf16, DType::bf16, DType::bf16, DType::f32, 2200, 2048},
-                          {DType::f16, DType::f16, DType::f16, DType::ue8m0, 1100, 4096, 8}});
+  const int64_t T = 2 * 8 * int64_t{check::cuda_sm_count()} + 1;
+  for (const QCase& c : {QCase{DType::bf16, DType::bf16, DType::bf16, DType::f32, T, 2048},
+                         QCase{DType::f16, DType::f16, DType::f16, DType::ue8m0, T, 4096, 8}}) {
+    check_case(Backend::cuda, c, rng);
+    EXPECT_EQ(norm::last_config().pipeline_stages, 2) << describe(c);
+  }
 }
 
 }  // namespace

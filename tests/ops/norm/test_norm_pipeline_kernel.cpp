@@ -6,10 +6,12 @@
 // rows) must run the default kernel. cuda: the same cases, sized to engage it on a real GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "ops/common/emu_launch.h"
 #include "ops/norm/kernel_cases.h"
+#include "check/cuda_mem.h"
 #include "ops/norm/launch.h"
 #include "runtime/tune.h"
 #include "support/seed.h"
@@ -22,40 +24,62 @@ namespace {
 
 struct Shape {
   int64_t T, H, pad;
-  int64_t gpu_T;  // rows on a GPU: at least 2 x its resident CTAs (132 SMs, up to 2048 threads each)
 };
 
 // T >= 2 x 3 so that the emulator pipelines; T not a multiple of 3, so CTAs walk unequal row
-// counts. H: one item per thread with a partial last warp (264: 33 vectors on 64 threads, up to
-// 32 CTAs per SM), E 8 at its largest (2048), E 16 with a partial second item (2056: 257 vectors
-// on 160 threads), a padded 4096 row.
-constexpr Shape kShapes[] = {{6, 264, 0, 8500}, {7, 2048, 0, 2200}, {8, 2056, 0, 2200}, {13, 4096, 8, 1100}};
+// counts. H: one item per thread with a partial last warp (264: 33 vectors on 64 threads), E 8 at
+// its largest (2048), E 16 with a partial second item (2056: 257 vectors on 160 threads), a
+// padded 4096 row.
+constexpr Shape kShapes[] = {{6, 264, 0}, {7, 2048, 0}, {8, 2056, 0}, {13, 4096, 8}};
 
-std::vector<NormCase> pipeline_cases(bool gpu, const std::vector<DType>& xs) {
-  std::vector<NormCase> v;
+// Rows that make a GPU pipeline whatever its registers and shared memory allow: more than twice
+// the most CTAs of this row's block size its SMs could hold (2048 threads and 32 CTAs per SM).
+int64_t gpu_rows(int64_t H) {
+  norm::NormProblem p;
+  p.T = 1;
+  p.H = H;
+  p.x = p.out = p.weight = {true, DType::bf16, norm::kMaxVecBytes};
+  const int threads = norm::choose_config(p).threads;
+  return 2 * int64_t{check::cuda_sm_count()} * std::min(32, 2048 / threads) + 1;
+}
+
+struct PipeCase {
+  NormCase c;
+  bool pipelined;  // the variant takes it (vec 8); an f32 weight makes vec 4: the default kernel
+};
+
+std::vector<PipeCase> pipeline_cases(bool gpu, const std::vector<DType>& xs) {
+  std::vector<PipeCase> v;
+  const auto rows = [gpu](int64_t emu_T, int64_t H) { return gpu ? gpu_rows(H) : emu_T; };
   for (DType x : xs)
     for (const Shape& s : kShapes) {
-      const int64_t T = gpu ? s.gpu_T : s.T;
-      v.push_back({x, x, x, T, s.H, s.pad});           // rms_norm
-      v.push_back({x, DType::f32, x, T, s.H, s.pad});  // an f32 weight: vec 4, so the default kernel
+      const int64_t T = rows(s.T, s.H);
+      v.push_back({{x, x, x, T, s.H, s.pad}, true});                // rms_norm
+      v.push_back({{x, DType::f32, x, T, s.H, s.pad}, false});      // an f32 weight
       NormCase f{x, x, x, T, s.H, s.pad};
       f.fused = true;
       for (DType res : {DType::bf16, DType::f16}) {
         f.res = res;
-        v.push_back(f);
+        v.push_back({f, true});
       }
     }
   for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor}) {
-    NormCase c{DType::bf16, DType::bf16, DType::e4m3, gpu ? 2200 : 7, 2048, 0};
+    NormCase c{DType::bf16, DType::bf16, DType::e4m3, rows(7, 2048), 2048, 0};
     c.mode = m;
-    v.push_back(c);
+    v.push_back({c, true});
     c.fused = true;
-    v.push_back(c);
+    v.push_back({c, true});
   }
-  NormCase in_place{DType::bf16, DType::bf16, DType::bf16, gpu ? 1100 : 7, 4096, 0};
+  NormCase in_place{DType::bf16, DType::bf16, DType::bf16, rows(7, 4096), 4096, 0};
   in_place.in_place = true;
-  v.push_back(in_place);
+  v.push_back({in_place, true});
   return v;
+}
+
+// Runs the case and checks which kernel ran.
+void check_pipe_case(Backend b, const PipeCase& k, int stages, check::Rng& rng) {
+  check_norm_case(b, k.c, rng);
+  EXPECT_EQ(norm::last_config().pipeline_stages, k.pipelined ? stages : 0) << describe(k.c);
 }
 
 detail::Tune pipeline_tune(int stages) {
@@ -69,18 +93,27 @@ TEST(NormPipelineKernel, MatchesReference) {
   for (int stages : {1, 2}) {
     SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
     const detail::ScopedTuneOverride variant(pipeline_tune(stages));
-    for (const NormCase& c : pipeline_cases(false, {DType::bf16, DType::f16})) check_norm_case(Backend::emulator, c, rng);
+    for (const PipeCase& k : pipeline_cases(false, {DType::bf16, DType::f16})) check_pipe_case(Backend::emulator, k, stages, rng);
   }
 }
 
 // The largest row: 1024 threads, 2 x 2 x 32 KiB of slots at 2 stages with a residual.
 TEST(NormPipelineKernel, LargestHidden) {
   TEJAS_SEEDED_TEST_RNG();
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
+    const detail::ScopedTuneOverride variant(pipeline_tune(stages));
+    NormCase c{DType::bf16, DType::bf16, DType::bf16, 7, norm::kMaxH, 0};
+    check_pipe_case(Backend::emulator, {c, true}, stages, rng);
+    c.fused = true;
+    check_pipe_case(Backend::emulator, {c, true}, stages, rng);
+  }
+  // Above the largest: unsupported, and the config says so.
   const detail::ScopedTuneOverride variant(pipeline_tune(2));
-  NormCase c{DType::bf16, DType::bf16, DType::bf16, 7, norm::kMaxH, 0};
-  check_norm_case(Backend::emulator, c, rng);
-  c.fused = true;
-  check_norm_case(Backend::emulator, c, rng);
+  HostTensor x(DType::bf16, {7, norm::kMaxH + 8}), out(DType::bf16, {7, norm::kMaxH + 8}), w(DType::bf16, {norm::kMaxH + 8});
+  EXPECT_EQ(rms_norm(ctx_for(Backend::emulator), x, w, kEps, out).code(), StatusCode::unsupported);
+  EXPECT_FALSE(norm::last_config().supported);
+  EXPECT_EQ(norm::last_config().pipeline_stages, 0);
 }
 
 // Bytes moved by the copies: each row of x (and of the residual) exactly once, so no row is
@@ -116,6 +149,7 @@ TEST(NormPipelineKernel, CopiesEachRowOnce) {
     ASSERT_EQ(reps.size(), 1u);
     const emu::Counters& c = reps[0].counters;
     const uint64_t row_bytes = static_cast<uint64_t>(k.T * k.H * 2), tensors = k.fused ? 2 : 1;
+    EXPECT_EQ(norm::last_config().pipeline_stages, k.pipelined ? k.stages : 0);
     EXPECT_EQ(c.cp_async_bytes, k.pipelined ? tensors * row_bytes : 0u);
     EXPECT_EQ(c.global_bytes_read_unique, tensors * row_bytes + static_cast<uint64_t>(k.H * 2));
     EXPECT_EQ(c.global_bytes_written_unique, tensors * row_bytes);
@@ -141,7 +175,7 @@ TEST(NormPipelineKernel, PlanUsesResidentCtasAndSlots) {
   EXPECT_EQ(l.config.grid, 40);
   // 256 threads x 2 items x 2 tensors x 2 stages x 16 bytes after NormSmem.
   EXPECT_EQ(l.smem_bytes, sizeof(norm::NormSmem) + 256 * 2 * 2 * 2 * 16);
-  EXPECT_NE(norm::describe(l.config).find("pipelined (2 row(s) ahead"), std::string::npos) << norm::describe(l.config);
+  EXPECT_NE(norm::describe(l.config).find("persistent CTAs walking the rows (2 row(s) ahead by cp.async), grid 40"), std::string::npos) << norm::describe(l.config);
   norm::NormLaunch l2 = norm::plan_norm(a);
   norm::finish_plan("fused_add_rms_norm", 51, &l2);  // 100 rows < 2 x 51: not pipelined
   EXPECT_EQ(l2.config.pipeline_stages, 0);
@@ -150,9 +184,8 @@ TEST(NormPipelineKernel, PlanUsesResidentCtasAndSlots) {
   EXPECT_EQ(l2.smem_bytes, sizeof(norm::NormSmem));
 }
 
-// On a GPU the resident CTAs are the device's (hundreds to 4224 on an H200), so T is sized to
-// engage the variant at every shape (kShapes' gpu_T); f16 at 2 stages only, to keep the host
-// reference's time down.
+// On a GPU: T from gpu_rows, so every vec-8 case pipelines on any GPU, which the config hook
+// confirms; f16 at 2 stages only, to keep the host reference's time down.
 TEST(NormPipelineKernelCuda, MatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
@@ -160,10 +193,10 @@ TEST(NormPipelineKernelCuda, MatchesReference) {
     SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
     const detail::ScopedTuneOverride variant(pipeline_tune(stages));
     const std::vector<DType> xs = stages == 2 ? std::vector<DType>{DType::bf16, DType::f16} : std::vector<DType>{DType::bf16};
-    for (const NormCase& c : pipeline_cases(true, xs)) check_norm_case(Backend::cuda, c, rng);
-    NormCase big{DType::bf16, DType::bf16, DType::bf16, 300, norm::kMaxH, 0};
+    for (const PipeCase& k : pipeline_cases(true, xs)) check_pipe_case(Backend::cuda, k, stages, rng);
+    NormCase big{DType::bf16, DType::bf16, DType::bf16, gpu_rows(norm::kMaxH), norm::kMaxH, 0};
     big.fused = true;
-    check_norm_case(Backend::cuda, big, rng);
+    check_pipe_case(Backend::cuda, {big, true}, stages, rng);
   }
 }
 
