@@ -135,16 +135,21 @@ void add_copy_rows(std::vector<Workload>& out) {
 // is left out: 52 registers leave room for 4 blocks): the 1 : 1 curve.
 // Then the read-heavy (2 : 1, 4 : 1: gated activations, quantization) and write-heavy (1 : 2,
 // 1 : 4: dequantization) mixes over 128 MiB planes at 32 and 64 KiB in flight (four loads per
-// thread, 2 and 4 blocks): where each mix's ceiling lies against the copy's. A row whose blocks
-// cannot all be resident (registers) is unsupported, saying how many can.
+// thread, 2 and 4 blocks): where each mix's ceiling lies against the copy's. Then the cp.async
+// mode's copies (blocks x stages x vecs x 4 KiB in flight per SM, held in shared memory). A row
+// whose blocks cannot all be resident (registers, shared memory) is unsupported, saying how many
+// can.
 namespace {
 
-Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_bytes) {
+Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_bytes, int stages = 0) {
   Workload w;
   w.suite = "memcpy";
   w.op = "stream_copy";
-  const int64_t in_flight_kib = int64_t{blocks} * probe::kThreads * reads * vecs * probe::kVecBytes / 1024;
-  const std::string per_thread = reads == 1 ? cat(vecs, " x 16 B") : cat(reads, " x ", vecs, " x 16 B");
+  const int64_t in_flight_kib =
+      int64_t{blocks} * probe::kThreads * reads * vecs * (stages > 0 ? stages : 1) * probe::kVecBytes / 1024;
+  const std::string per_thread = stages > 0 ? cat("cp.async ", stages, " stages x ", vecs, " x 16 B")
+                                 : reads == 1 ? cat(vecs, " x 16 B")
+                                              : cat(reads, " x ", vecs, " x 16 B");
   w.shape = reads == 1 && writes == 1
                 ? cat(plane_bytes / kMiB, " MiB, ", blocks, " x 256 threads per SM, ", per_thread, " per thread: ",
                       in_flight_kib, " KiB of loads in flight per SM")
@@ -158,12 +163,13 @@ Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_b
     TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * writes), &dst));
     const TensorView s = TensorView::contiguous(src, DType::u8, {plane_bytes * reads}, Device::cuda);
     const TensorView d = TensorView::contiguous(dst, DType::u8, {plane_bytes * writes}, Device::cuda);
-    const probe::StreamCopyOptions o{vecs, blocks, reads, writes};
+    probe::StreamCopyOptions o{vecs, blocks, reads, writes};
+    o.stages = stages;
     probe::StreamCopyLaunch l;
     TEJAS_RETURN_IF_ERROR(probe::stream_copy(cuda_ctx(), s, d, o, &l));
     if (l.resident_blocks_per_sm < blocks)
       return Status::Unsupported(cat("stream_copy: ", blocks, " blocks per SM asked, only ", l.resident_blocks_per_sm,
-                                     " fit (registers or threads)"));
+                                     " fit (registers, threads or shared memory)"));
     if (l.resident_blocks_per_sm > blocks)
       return Status::Internal(cat("stream_copy: ", blocks, " blocks per SM asked, ", l.resident_blocks_per_sm,
                                   " resident: the shared-memory cap did not hold"));
@@ -183,6 +189,10 @@ void add_stream_copy_rows(std::vector<Workload>& out) {
   constexpr int kMixes[][2] = {{2, 1}, {4, 1}, {1, 2}, {1, 4}};
   for (const auto& mix : kMixes)
     for (int blocks : {2, 4}) out.push_back(stream_row(mix[0], mix[1], blocks, 4 / mix[0], 128 * kMiB));
+  // The cp.async mode (the norm.pipeline kernels' way): persistent blocks, stages x vecs vectors
+  // per thread in flight in shared memory, 32 to 128 KiB per SM, past what registers allow.
+  constexpr int kAsync[][3] = {{4, 2, 1}, {4, 4, 1}, {4, 2, 2}, {4, 4, 2}, {8, 2, 1}, {8, 4, 1}, {2, 4, 2}, {2, 4, 4}};
+  for (const auto& a : kAsync) out.push_back(stream_row(1, 1, a[0], a[2], 256 * kMiB, a[1]));
 }
 
 const std::vector<std::string>& suite_names() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The memcpy bench's stream_copy rows as one short table: % of the copy floor against KiB of
-loads in flight per SM, for the 1 : 1 copy (by blocks per SM and loads per thread) and for each
-read / write mix (docs/kernels/stream_copy.md). Reads a `tejas bench --json` file.
+loads in flight per SM, for the 1 : 1 copy (by blocks per SM and loads per thread), its cp.async
+mode (copies held in shared memory) and each read / write mix (docs/kernels/stream_copy.md). Reads a `tejas bench --json` file.
 
   tools/stream_curve.py BENCH.json     the table (nothing when the file has no measured rows)
   tools/stream_curve.py --self-test    checks the parsing on a made-up report (run by CTest)
@@ -22,7 +22,7 @@ def curve(rows):
         m = SHAPE.search(r.get("shape", ""))
         if not m:
             continue
-        mix = f"{m.group(1) or 1}:{m.group(2) or 1}"
+        mix = f"{m.group(1) or 1}:{m.group(2) or 1}" + (" cp.async" if "cp.async" in r["shape"] else "")
         out.append((mix, int(m.group(3)), int(m.group(4)), float(r["pct_of_floor"])))
     return out
 
@@ -35,7 +35,13 @@ def table(points):
         for blocks in sorted({p[1] for p in copy}):
             cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(copy, key=lambda p: p[2]) if b == blocks)
             lines.append(f"  {blocks} blocks: {cells}")
-    mixes = sorted(p for p in points if p[0] != "1:1")
+    asyncs = sorted(p for p in points if p[0] == "1:1 cp.async")
+    if asyncs:
+        lines.append("stream_copy 1:1 through cp.async into shared memory (by blocks of 256 per SM):")
+        for blocks in sorted({p[1] for p in asyncs}):
+            cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(asyncs, key=lambda p: p[2]) if b == blocks)
+            lines.append(f"  {blocks} blocks: {cells}")
+    mixes = sorted(p for p in points if p[0] not in ("1:1", "1:1 cp.async"))
     for mix in sorted({p[0] for p in mixes}):
         cells = ", ".join(f"{kib} KiB {pct:.0f}%" for m, _, kib, pct in sorted(mixes, key=lambda p: p[2]) if m == mix)
         lines.append(f"stream_copy {mix}: {cells}")
@@ -53,13 +59,17 @@ def self_test():
         {"op": "stream_copy", "shape": "256 MiB, 8 x 256 threads per SM, 1 x 16 B per thread: 32 KiB of loads in flight per SM",
          "pct_of_floor": None},
         {"op": "rms_norm", "shape": "T=1 H=4096 bf16", "pct_of_floor": 1.0},
+        {"op": "stream_copy", "shape": "256 MiB, 4 x 256 threads per SM, cp.async 4 stages x 2 x 16 B per thread: "
+         "128 KiB of loads in flight per SM", "pct_of_floor": 93.0},
     ]
     pts = curve(rows)
-    assert pts == [("1:1", 2, 32, 88.4), ("1:1", 1, 4, 20.0), ("1:2", 2, 32, 61.0)], pts
+    assert pts == [("1:1", 2, 32, 88.4), ("1:1", 1, 4, 20.0), ("1:2", 2, 32, 61.0), ("1:1 cp.async", 4, 128, 93.0)], pts
     t = table(pts)
     assert t[1] == "  1 blocks: 4 KiB 20%", t
     assert t[2] == "  2 blocks: 32 KiB 88%", t
-    assert t[3] == "stream_copy 1:2: 32 KiB 61%", t
+    assert t[3] == "stream_copy 1:1 through cp.async into shared memory (by blocks of 256 per SM):", t
+    assert t[4] == "  4 blocks: 128 KiB 93%", t
+    assert t[5] == "stream_copy 1:2: 32 KiB 61%", t
     assert table([]) == []
     print("stream_curve self-test: ok")
     return 0

@@ -13,7 +13,9 @@
 #include <cstdint>
 
 #include "device/numeric/storage.h"
+#include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
+#include "device/smem.h"
 #include "ops/probe/probe.h"
 
 namespace tejas::probe {
@@ -68,6 +70,73 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 using StreamCopyFn = void (*)(StreamCopyParams);
+
+// The cp.async mode (StreamCopyOptions::stages): tile j is vectors j * 256 * VECS + i * 256 + t,
+// i < VECS, of the one source plane; persistent blocks take tiles blockIdx.x, + gridDim.x, ...
+// Each thread copies its vectors of the next `stages` tiles into its own 16-byte shared-memory
+// slots (one commit group per tile, empty past the last tile, so group n is always the block's
+// n-th tile), and at each tile waits for that tile's group, reads its slots, refills them with
+// the tile `stages` ahead and stores what it read: stages x VECS x 16 bytes in flight per thread
+// all the time, in shared memory rather than registers. Its own slots only: the waits order
+// them, no barrier; a slot is refilled after the ld.shared that read it (program order; the
+// cp.async wrapper's memory clobber keeps it there).
+struct StreamAsyncParams {
+  const Vec* src;
+  Vec* dst;
+  int64_t n;   // vectors
+  int stages;  // 1, 2 or 4
+};
+
+template <int VECS>
+__global__ void __launch_bounds__(kThreads) stream_copy_async_kernel(const StreamAsyncParams p) {
+  Vec* const slots = dev::dynamic_smem<Vec>();
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t tile_vecs = int64_t{kThreads} * VECS, tiles = (p.n + tile_vecs - 1) / tile_vecs;
+  const int64_t step = gridDim.x;
+  const auto slot = [&](int stage, int i) { return slots + (stage * VECS + i) * kThreads + tid; };
+  const auto issue = [&](int64_t tile, int stage) {
+    if (tile < tiles) {
+      #pragma unroll
+      for (int i = 0; i < VECS; ++i) {
+        const int64_t at = tile * tile_vecs + i * kThreads + tid;
+        if (at < p.n) ptx::cp_async_16(slot(stage, i), p.src + at);
+      }
+    }
+    ptx::cp_async_commit();
+  };
+  int64_t tile = blockIdx.x;
+  for (int stage = 0; stage < p.stages; ++stage) issue(tile + stage * step, stage);
+  for (int stage = 0; tile < tiles; tile += step) {
+    if (p.stages == 4) ptx::cp_async_wait<3>();  // this tile's group landed; the later ones may not have
+    else if (p.stages == 2) ptx::cp_async_wait<1>();
+    else ptx::cp_async_wait<0>();
+    Vec v[VECS];
+    #pragma unroll
+    for (int i = 0; i < VECS; ++i)
+      if (tile * tile_vecs + i * kThreads + tid < p.n) v[i] = ptx::ld_shared(slot(stage, i));
+    issue(tile + p.stages * step, stage);
+    #pragma unroll
+    for (int i = 0; i < VECS; ++i) {
+      const int64_t at = tile * tile_vecs + i * kThreads + tid;
+      if (at < p.n) ptx::st_global(p.dst + at, v[i]);
+    }
+    stage = stage + 1 == p.stages ? 0 : stage + 1;
+  }
+  ptx::cp_async_wait_all();  // the empty trailing groups: nothing pending at exit
+}
+
+using StreamAsyncFn = void (*)(StreamAsyncParams);
+
+// The cp.async mode's kernel for `vecs` (1, 2 or 4: stages x vecs <= kMaxAsyncVecs leaves 8 only
+// with one stage, which the mode's rows do not use); nullptr otherwise.
+inline StreamAsyncFn stream_copy_async_kernel_for(int vecs) {
+  switch (vecs) {
+    case 1: return stream_copy_async_kernel<1>;
+    case 2: return stream_copy_async_kernel<2>;
+    case 4: return stream_copy_async_kernel<4>;
+    default: return nullptr;
+  }
+}
 
 template <int R, int W>
 StreamCopyFn stream_copy_kernel_for_vecs(int vecs) {

@@ -3,6 +3,8 @@
 // 128-byte allocation unit) - (reserved per block), so B blocks fit and B + 1 do not (for B <= 8:
 // with the unit ignored, B = 5 and 7 fitted one block fewer on an H200, B = 3 on an A100), with
 // the kernel's preferred carveout at the maximum so that the SM's shared memory is all there.
+// The cp.async mode (StreamCopyOptions::stages) launches blocks_per_sm x SMs persistent blocks
+// (fewer when the copy has fewer tiles), with the larger of that cap and its slots' bytes.
 // Registers and the 2048-thread limit may cap it lower, which the occupancy API's count
 // (StreamCopyLaunch::resident_blocks_per_sm, asked only when the caller wants the launch shape:
 // the bench asks while preparing a row, not in the timed launches) shows.
@@ -25,8 +27,9 @@ constexpr int kSmemUnit = 128;  // shared memory allocation granularity (sm_80, 
 // Per device: its shared-memory sizes, and which kernels have been given the opt-in maximum and
 // the max-shared carveout (cudaFuncSetAttribute), so that timed launches query nothing.
 struct DeviceState {
-  int smem_per_sm = 0, reserved = 0, optin = 0;
+  int smem_per_sm = 0, reserved = 0, optin = 0, sms = 0;
   bool raised[kNumStreamMixes][kMaxVecs + 1] = {};
+  bool raised_async[kMaxVecs + 1] = {};  // the cp.async mode's kernels
 };
 std::mutex g_mutex;
 std::map<int, DeviceState> g_devices;
@@ -41,6 +44,8 @@ Status device_state(const char* op, int device, DeviceState** out) {
         op, cudaDeviceGetAttribute(&d.reserved, cudaDevAttrReservedSharedMemoryPerBlock, device), "cudaDeviceGetAttribute"));
     TEJAS_RETURN_IF_ERROR(detail::cuda_status(
         op, cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
+    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
+        op, cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
     it = g_devices.emplace(device, d).first;
   }
   *out = &it->second;
@@ -51,8 +56,11 @@ Status device_state(const char* op, int device, DeviceState** out) {
 
 Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const TensorView& src, const TensorView& dst,
                                int64_t n, const StreamCopyOptions& o, StreamCopyLaunch* l, bool want_occupancy) {
-  const StreamCopyFn kernel = stream_copy_kernel_for(o.vecs, o.reads, o.writes);
-  if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
+  const bool async = o.stages > 0;
+  const StreamCopyFn kernel = async ? nullptr : stream_copy_kernel_for(o.vecs, o.reads, o.writes);
+  const StreamAsyncFn async_kernel = async ? stream_copy_async_kernel_for(o.vecs) : nullptr;
+  const void* fn = async ? reinterpret_cast<const void*>(async_kernel) : reinterpret_cast<const void*>(kernel);
+  if (fn == nullptr) return Status::Internal(std::string(op) + ": no kernel for " + std::to_string(o.vecs) + " vectors");
   l->blocks = stream_copy_blocks(n, o.vecs);
   int device = 0;
   TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, cudaGetDevice(&device), "cudaGetDevice"));
@@ -65,9 +73,14 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
       const int want = d->smem_per_sm / o.blocks_per_sm / kSmemUnit * kSmemUnit - d->reserved;
       smem = static_cast<size_t>(want < 0 ? 0 : (want > d->optin ? d->optin : want));
     }
-    bool& raised = d->raised[stream_mix_index(o.reads, o.writes)][o.vecs];
+    if (async) {  // persistent blocks; the slots may need more than the cap's shared memory
+      const size_t slots = stream_copy_async_smem(o.stages, o.vecs);
+      smem = slots > smem ? slots : smem;
+      const int64_t resident = int64_t{o.blocks_per_sm} * d->sms;
+      l->blocks = l->blocks < resident ? l->blocks : resident;
+    }
+    bool& raised = async ? d->raised_async[o.vecs] : d->raised[stream_mix_index(o.reads, o.writes)][o.vecs];
     if (!raised) {
-      const void* fn = reinterpret_cast<const void*>(kernel);
       TEJAS_RETURN_IF_ERROR(detail::cuda_status(
           op, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, d->optin), "cudaFuncSetAttribute"));
       TEJAS_RETURN_IF_ERROR(detail::cuda_status(
@@ -80,11 +93,17 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
   if (want_occupancy) {
     int resident = 0;
     TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-        op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreads, smem), "occupancy query"));
+        op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, fn, kThreads, smem), "occupancy query"));
     l->resident_blocks_per_sm = resident;
   }
-  const StreamCopyParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n};
-  kernel<<<dim3(static_cast<unsigned>(l->blocks)), dim3(kThreads), smem, static_cast<cudaStream_t>(ctx.stream)>>>(p);
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (async) {
+    const StreamAsyncParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n, o.stages};
+    async_kernel<<<dim3(static_cast<unsigned>(l->blocks)), dim3(kThreads), smem, stream>>>(p);
+  } else {
+    const StreamCopyParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n};
+    kernel<<<dim3(static_cast<unsigned>(l->blocks)), dim3(kThreads), smem, stream>>>(p);
+  }
   return detail::cuda_launch_status(op);
 }
 

@@ -26,19 +26,36 @@ struct StreamCopyOptions {
   // The read : write mix: (1, 1) a copy; (2, 1), (4, 1) read-heavy like quantization and gated
   // activations; (1, 2), (1, 4) write-heavy like dequantization. reads x vecs <= 8.
   int reads = 1, writes = 1;
+  // > 0: the cp.async pipeline instead (a copy: reads = writes = 1; needs blocks_per_sm): as many
+  // persistent blocks as blocks_per_sm x the SMs walk tiles of 256 x vecs vectors, each thread
+  // keeping `stages` (1, 2 or 4) tiles' vectors in flight in shared memory through cp.async
+  // while it stores the oldest: stages x vecs x 16 bytes per thread, with no registers held
+  // (the norm.pipeline kernels' way). stages x vecs <= kMaxAsyncVecs.
+  int stages = 0;
 };
 
+inline constexpr int kMaxAsyncVecs = 16;  // stages x vecs: 64 KiB of shared memory per block
+// The emulator's stand-in for the SMs of the cp.async mode's persistent grid (blocks_per_sm x
+// this many blocks): small and odd, so that blocks walk unequal tile counts.
+inline constexpr int kEmuAsyncSms = 3;
+
 struct StreamCopyLaunch {
-  int64_t blocks = 0;
+  int64_t blocks = 0;             // the cp.async mode: min(tiles, blocks_per_sm x SMs)
   int threads = kThreads;
   size_t dynamic_smem_bytes = 0;  // what caps the residency (cuda; 0 without a cap, and on the emulator)
   int resident_blocks_per_sm = 0; // cuda: the occupancy API's count (asked when `launch` is given); else 0
 };
 
-// Blocks of the launch for n vectors per plane at `vecs` per thread.
+// Blocks of the launch for n vectors per plane at `vecs` per thread (the cp.async mode: its
+// tiles, walked by min(tiles, resident) persistent blocks).
 inline int64_t stream_copy_blocks(int64_t n, int vecs) {
   const int64_t per_block = int64_t{kThreads} * vecs;
   return (n + per_block - 1) / per_block;
+}
+
+// The cp.async mode's shared memory per block: its stages' slots.
+inline size_t stream_copy_async_smem(int stages, int vecs) {
+  return static_cast<size_t>(stages) * vecs * kThreads * kVecBytes;
 }
 
 // src is `reads` planes of n 16-byte vectors, dst `writes` planes of n: every destination plane

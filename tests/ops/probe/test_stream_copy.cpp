@@ -144,6 +144,75 @@ TEST(StreamCopy, CudaCopiesExactly) {
       }
 }
 
+// The cp.async mode: exact copies at every depth and vector count, with tails, fewer tiles than
+// blocks, and blocks walking unequal tile counts (kEmuAsyncSms stand-in SMs); every byte through
+// cp.async exactly once; whole-sector requests; no bank conflicts; no findings (a read of a slot
+// before its group's wait would be one).
+TEST(StreamCopy, EmulatorAsyncModeCopiesExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int stages : {1, 2, 4})
+    for (int vecs : {1, 2, 4})
+      for (int blocks : {1, 2})
+        for (int64_t n : {int64_t{1}, int64_t{257}, int64_t{2051}, int64_t{6000}}) {
+          const std::string what = std::to_string(stages) + " stages, " + std::to_string(vecs) + " per thread, " +
+                                   std::to_string(blocks) + " blocks per SM, " + std::to_string(n) + " vectors";
+          const HostTensor src = random_bytes(rng, n * probe::kVecBytes);
+          HostTensor dst(DType::u8, {n * probe::kVecBytes});
+          dst.poison();
+          probe::StreamCopyLaunch l;
+          probe::StreamCopyOptions o{vecs, blocks, 1, 1};
+          o.stages = stages;
+          const Status s = probe::stream_copy(ctx_for(Backend::emulator), src, dst, o, &l);
+          ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+          expect_copied(dst, src, what);
+          const int64_t tiles = (n + probe::kThreads * vecs - 1) / (probe::kThreads * vecs);
+          EXPECT_EQ(l.blocks, std::min<int64_t>(tiles, int64_t{blocks} * probe::kEmuAsyncSms)) << what;
+          EXPECT_EQ(l.dynamic_smem_bytes, static_cast<size_t>(stages * vecs * probe::kThreads * probe::kVecBytes)) << what;
+          const auto& reps = detail::last_emulator_reports();
+          ASSERT_EQ(reps.size(), 1u);
+          const emu::Counters& c = reps[0].counters;
+          EXPECT_TRUE(reps[0].ok()) << reps[0].summary();
+          EXPECT_EQ(c.cp_async_bytes, static_cast<uint64_t>(src.numel())) << what;
+          EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(src.numel())) << what;
+          EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(dst.numel())) << what;
+          EXPECT_EQ(c.excess_load_sectors(), 0u) << what;
+          EXPECT_EQ(c.excess_store_sectors(), 0u) << what;
+          EXPECT_EQ(c.bank_conflict_wavefronts(), 0u) << what;
+        }
+}
+
+// On the GPU: exact copies; the persistent grid is blocks_per_sm x the SMs (fewer tiles: fewer).
+TEST(StreamCopy, CudaAsyncModeCopiesExactly) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const int64_t sms = check::cuda_sm_count();
+  for (int stages : {1, 2, 4})
+    for (int vecs : {1, 2, 4})
+      for (int64_t n : {int64_t{257}, int64_t{6000}, int64_t{1} << 20}) {
+        const std::string what = std::to_string(stages) + " stages, " + std::to_string(vecs) + " per thread, " +
+                                 std::to_string(n) + " vectors";
+        const HostTensor src = random_bytes(rng, n * probe::kVecBytes);
+        HostTensor dst(DType::u8, {n * probe::kVecBytes});
+        dst.poison();
+        check::DeviceMirror d_src, d_dst;
+        ASSERT_TRUE(d_src.upload(src).ok());
+        ASSERT_TRUE(d_dst.upload(dst).ok());
+        probe::StreamCopyLaunch l;
+        probe::StreamCopyOptions o{vecs, 2, 1, 1};
+        o.stages = stages;
+        const Status s = probe::stream_copy(ctx_for(Backend::cuda), d_src.view(), d_dst.view(), o, &l);
+        ASSERT_TRUE(s.ok()) << what << ": " << s.message();
+        ASSERT_TRUE(d_dst.download(dst).ok());
+        expect_copied(dst, src, what);
+        bool intact = false;
+        ASSERT_TRUE(d_dst.guards_intact(&intact).ok());
+        EXPECT_TRUE(intact) << what << ": device guards";
+        const int64_t tiles = (n + probe::kThreads * vecs - 1) / (probe::kThreads * vecs);
+        EXPECT_EQ(l.blocks, std::min<int64_t>(tiles, 2 * sms)) << what;
+        EXPECT_EQ(l.resident_blocks_per_sm, 2) << what;
+      }
+}
+
 TEST(StreamCopy, ReferenceCopiesAndXors) {
   TEJAS_SEEDED_TEST_RNG();
   for (const Mix& m : kMixes) {
@@ -173,6 +242,11 @@ TEST(StreamCopy, BadArgumentsNameThemselves) {
   TensorView overlap = src.view();  // dst = src shifted by 16 bytes
   overlap.data = static_cast<uint8_t*>(overlap.data) + 16;
   overlap.shape[0] = 48;
+  const auto async = [](int vecs, int blocks, int stages, int writes = 1) {
+    probe::StreamCopyOptions o{vecs, blocks, 1, writes};
+    o.stages = stages;
+    return o;
+  };
   const Case cases[] = {
       {probe::stream_copy(emu, TensorView{}, dst, {}), "src"},
       {probe::stream_copy(emu, src, small, {}), "dst"},
@@ -188,6 +262,10 @@ TEST(StreamCopy, BadArgumentsNameThemselves) {
       {probe::stream_copy(emu, src, dst, {1, 0, 3, 1}), "options.reads / options.writes"},
       {probe::stream_copy(emu, src, dst, {4, 0, 4, 1}), "reads x vecs <= 8"},
       {probe::stream_copy(emu, src, dst, {1, 0, 2, 1}), "dst: expected 32 bytes"},
+      {probe::stream_copy(emu, src, dst, async(1, 2, 3)), "options.stages: expected 0 (no cp.async), 1, 2 or 4"},
+      {probe::stream_copy(emu, src, dst, async(1, 0, 2)), "options.blocks_per_sm: the cp.async mode needs"},
+      {probe::stream_copy(emu, src, dst, async(8, 2, 1)), "options.vecs: the cp.async mode takes 1, 2 or 4"},
+      {probe::stream_copy(emu, src, dst, async(4, 2, 4, 2)), "options.stages: the cp.async mode copies"},
       {probe::stream_copy(emu, odd, odd_dst, {1, 0, 1, 2}), "multiple of 16"},
       {probe::stream_copy(emu, src48, dst, {1, 0, 1, 2}), "dst: expected 96 bytes"},
   };
