@@ -27,20 +27,21 @@ def curve(rows):
     return out
 
 
+def by_blocks(points, mix, title):
+    """The title, then one line per blocks-per-SM count: KiB in flight and % of the floor."""
+    pts = sorted(p for p in points if p[0] == mix)
+    if not pts:
+        return []
+    lines = [title]
+    for blocks in sorted({p[1] for p in pts}):
+        cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(pts, key=lambda p: p[2]) if b == blocks)
+        lines.append(f"  {blocks} blocks: {cells}")
+    return lines
+
+
 def table(points):
-    lines = []
-    copy = sorted(p for p in points if p[0] == "1:1")
-    if copy:
-        lines.append("stream_copy 1:1 (% of the copy floor at KiB in flight per SM, by blocks of 256 per SM):")
-        for blocks in sorted({p[1] for p in copy}):
-            cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(copy, key=lambda p: p[2]) if b == blocks)
-            lines.append(f"  {blocks} blocks: {cells}")
-    asyncs = sorted(p for p in points if p[0] == "1:1 cp.async")
-    if asyncs:
-        lines.append("stream_copy 1:1 through cp.async into shared memory (by blocks of 256 per SM):")
-        for blocks in sorted({p[1] for p in asyncs}):
-            cells = ", ".join(f"{kib} KiB {pct:.0f}%" for _, b, kib, pct in sorted(asyncs, key=lambda p: p[2]) if b == blocks)
-            lines.append(f"  {blocks} blocks: {cells}")
+    lines = by_blocks(points, "1:1", "stream_copy 1:1 (% of the copy floor at KiB in flight per SM, by blocks of 256 per SM):")
+    lines += by_blocks(points, "1:1 cp.async", "stream_copy 1:1 through cp.async into shared memory (by blocks of 256 per SM):")
     mixes = sorted(p for p in points if p[0] not in ("1:1", "1:1 cp.async"))
     for mix in sorted({p[0] for p in mixes}):
         cells = ", ".join(f"{kib} KiB {pct:.0f}%" for m, _, kib, pct in sorted(mixes, key=lambda p: p[2]) if m == mix)
