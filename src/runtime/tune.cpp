@@ -35,6 +35,7 @@ constexpr Knob kKnobs[] = {
     {"rope.heads", &Tune::rope_heads, 1, kTuneMaxRopeHeads},
     {"rope.v_prefetch", &Tune::rope_v_prefetch, 0, 1},
     {"rope.head_prefetch", &Tune::rope_head_prefetch, 0, 1},
+    {"rope.head_stage", &Tune::rope_head_stage, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
     {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},

@@ -31,6 +31,9 @@
 //                          the copy
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
+//   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 = each thread copies its
+//                          first step's q/k head vectors into shared memory (cp.async) before
+//                          loading the position, and rotates them from there; 0 (default) = no
 #pragma once
 #include <string>
 
@@ -51,6 +54,7 @@ struct Tune {
   int rope_heads = 1;
   int rope_v_prefetch = 0;
   int rope_head_prefetch = 0;
+  int rope_head_stage = 0;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int norm_prefetch_rows = 0;

@@ -42,6 +42,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.norm_prefetch_rows, 512);
   EXPECT_FALSE(parse_tune("norm.prefetch_rows=65536", &t, &why));
   EXPECT_NE(why.find("norm.prefetch_rows: expected 0..65535"), std::string::npos) << why;
+  EXPECT_EQ(t.rope_head_stage, 0);
+  EXPECT_TRUE(parse_tune("rope.head_stage=1", &t, &why)) << why;
+  EXPECT_EQ(t.rope_head_stage, 1);
+  EXPECT_FALSE(parse_tune("rope.head_stage=2", &t, &why));
+  EXPECT_NE(why.find("rope.head_stage: expected 0..1"), std::string::npos) << why;
   EXPECT_EQ(t.norm_pipeline, 0);
   EXPECT_TRUE(parse_tune("norm.pipeline=2", &t, &why)) << why;
   EXPECT_EQ(t.norm_pipeline, 2);

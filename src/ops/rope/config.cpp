@@ -72,6 +72,21 @@ RopeConfig choose_config(const RopeProblem& p) {
   return c;
 }
 
+int head_access_bytes(const RopeConfig& c, int elem_bytes, bool interleaved) {
+  return (!interleaved || c.vec >= 2 ? c.vec : 1) * elem_bytes;
+}
+
+int head_accesses(const RopeConfig& c, bool interleaved) {
+  const int load = !interleaved || c.vec >= 2 ? c.vec : 1;
+  return 2 * c.pairs / load;
+}
+
+int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interleaved) {
+  const int bytes = head_access_bytes(c, elem_bytes, interleaved);
+  if (c.rot_cols == 0 || bytes != kMaxAccessBytes) return 0;
+  return int64_t{c.threads} * c.heads_in_flight * head_accesses(c, interleaved) * bytes;
+}
+
 std::string to_string(const RopeProblem& p) {
   std::ostringstream os;
   os << "T=" << p.T << " Hq=" << p.Hq << " Hk=" << p.Hk << " D=" << p.D << " rotary=" << p.rotary_dim

@@ -62,6 +62,15 @@ inline constexpr int kNumVecCandidates = 3;
 
 RopeConfig choose_config(const RopeProblem& p);
 
+// The rope.head_stage variant (TEJAS_TUNE): bytes of one q/k access of a column (a thread's
+// element run per load: vec elements, or one for gptj's one-element path), the accesses per head
+// and column, and the shared memory a block needs to stage its threads' first-step heads: 0 when
+// the access is not 16 bytes (the staging kernels are instantiated for those only) or the
+// config rotates nothing.
+int head_access_bytes(const RopeConfig& c, int elem_bytes, bool interleaved);
+int head_accesses(const RopeConfig& c, bool interleaved);
+int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interleaved);
+
 std::string to_string(const RopeProblem& p);
 std::string to_string(const RopeConfig& c);
 // Prints "<op>: <problem> -> <config>" to stderr when TEJAS_PRINT_CONFIG=1.

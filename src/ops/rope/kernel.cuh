@@ -18,7 +18,9 @@
 #include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
 #include "device/loaded.h"
+#include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
+#include "device/smem.h"
 #include "device/ptx/mov.h"
 #include "ops/rope/config.h"
 #include "ops/rope/kernel_params.h"
@@ -210,12 +212,12 @@ __device__ __forceinline__ int64_t access_offset(const RopeParams& p, int64_t i0
   return kNeox ? a * p.half + i0 : 2 * i0 + a * kLoad;
 }
 
-// The q/k vectors of column `col` of the first step's heads (h = lane + i * head_lanes, i <
-// kHeads) into L2, before the position is loaded: the head loads that follow its wait find them
-// there. `t` comes through ptx::mov_opaque, so these addresses are computed apart from the
-// loads' (shared, they would stay live in registers from here to the head loop).
-template <class S, int VEC, bool kNeox, int kHeads>
-__device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, int col, int lane) {
+// f(i, a, address) for access a of column `col` in head i of the thread's first step (h = lane +
+// i * head_lanes, i < kHeads): what prefetch_heads and stage_heads fetch before the position is
+// loaded. `t` comes through ptx::mov_opaque, so these addresses are computed apart from the head
+// loop's (shared, they would stay live in registers from here to the head loop).
+template <class S, int VEC, bool kNeox, int kHeads, class F>
+__device__ __forceinline__ void each_first_step_access(const RopeParams& p, int64_t t, int col, int lane, F&& f) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
@@ -228,7 +230,41 @@ __device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, i
     if (h >= heads) break;
     const Raw* x = head_row<Raw>(p, t, h);
     #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) ptx::prefetch_l2(x + access_offset<kNeox, kLoad>(p, i0, a));
+    for (int a = 0; a < kAccesses; ++a) f(i, a, x + access_offset<kNeox, kLoad>(p, i0, a));
+  }
+}
+
+// The first step's q/k vectors into L2: the head loads that follow the position's wait find them
+// there.
+template <class S, int VEC, bool kNeox, int kHeads>
+__device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, int col, int lane) {
+  each_first_step_access<S, VEC, kNeox, kHeads>(p, t, col, lane,
+                                                [](int, int, const typename S::Raw* x) { ptx::prefetch_l2(x); });
+}
+
+// The rope.head_stage variant: this thread's slot for access a of head i of its first step, in
+// the block's shared memory laid out [head i][access a][thread] (consecutive threads' same
+// access contiguous: conflict-free 16-byte accesses).
+template <int kAccesses, int kBytes>
+__device__ __forceinline__ unsigned char* head_slot(int i, int a) {
+  unsigned char* base = dev::dynamic_smem<unsigned char>();
+  return base + ((static_cast<int64_t>(i) * kAccesses + a) * blockDim.x + threadIdx.x) * kBytes;
+}
+
+// The first step's q/k vectors copied into this thread's slots by cp.async, one commit group:
+// their DRAM trip runs beside the position's and the cos/sin row's, and the registers wait for
+// nothing until rotate_column reads the slots. 16-byte accesses only (the staging kernels').
+template <class S, int VEC, bool kNeox, int kHeads>
+__device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int col, int lane) {
+  using Raw = typename S::Raw;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
+  constexpr int kBytes = kLoad * static_cast<int>(sizeof(Raw));
+  if constexpr (kBytes == kMaxAccessBytes) {
+    constexpr int kAccesses = 2 * kPairsPerColumn<VEC, kNeox> / kLoad;
+    each_first_step_access<S, VEC, kNeox, kHeads>(p, t, col, lane, [](int i, int a, const Raw* x) {
+      ptx::cp_async_16(head_slot<kAccesses, kBytes>(i, a), x);
+    });
+    ptx::cp_async_commit();
   }
 }
 
@@ -236,9 +272,10 @@ __device__ __forceinline__ void prefetch_heads(const RopeParams& p, int64_t t, i
 // when the token has a slot. kHeads: heads whose loads a thread issues together before it waits
 // (lanes walk h = lane, lane + head_lanes, ... kHeads at a time): kHeads x 2P elements in flight
 // per thread after the position and cos/sin trips.
+// staged: the first step's heads are in this thread's slots (stage_heads), not to be loaded.
 template <class S, int VEC, bool kNeox, int kHeads>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
-                                              const Loaded<int64_t>& slot_loaded TEJAS_CALLER_PARAM) {
+                                              const Loaded<int64_t>& slot_loaded, bool staged TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -255,14 +292,32 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
   // Head i of a step: neox pair j = (e[i][j], e[i][P + j]); gptj: pair j = (e[i][2j], e[i][2j + 1]).
   Raw e[kHeads][2 * P];
+  constexpr int kBytes = kLoad * static_cast<int>(sizeof(Raw));
+  constexpr bool kStageable = kBytes == 16;
   for (int h0 = lane; h0 < heads; h0 += kHeads * p.head_lanes) {
-    #pragma unroll
-    for (int i = 0; i < kHeads; ++i) {
-      const int h = h0 + i * p.head_lanes;
-      if (h >= heads) break;
-      const Raw* x = head_row<Raw>(p, t, h);
+    bool from_slots = false;
+    if constexpr (kStageable) from_slots = staged && h0 == lane;
+    if (from_slots) {  // the first step: from the slots stage_heads filled
+      using W = typename num::AccessWord<kBytes>::type;
+      ptx::cp_async_wait<0>();
       #pragma unroll
-      for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
+      for (int i = 0; i < kHeads; ++i) {
+        if (h0 + i * p.head_lanes >= heads) break;
+        #pragma unroll
+        for (int a = 0; a < kAccesses; ++a) {
+          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(i, a)) TEJAS_NESTED_SITE);
+          memcpy(e[i] + a * kLoad, &w, kBytes);
+        }
+      }
+    } else {
+      #pragma unroll
+      for (int i = 0; i < kHeads; ++i) {
+        const int h = h0 + i * p.head_lanes;
+        if (h >= heads) break;
+        const Raw* x = head_row<Raw>(p, t, h);
+        #pragma unroll
+        for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
+      }
     }
     #pragma unroll
     for (int i = 0; i < kHeads; ++i) {
@@ -328,7 +383,9 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
 }  // namespace impl
 
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
-template <class S, int VEC, int kHeads>
+// kStage: the rope.head_stage variant's kernels (16-byte q/k accesses only; kernels.cuh), apart
+// so that the default kernels carry none of its code (compiled in, it cost them 4-6 registers).
+template <class S, int VEC, int kHeads, bool kStage = false>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopeParams p) {
   const int group = p.col_threads * p.head_lanes;
   const int local = static_cast<int>(threadIdx.x) % group;
@@ -343,6 +400,15 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     if (p.neox) impl::prefetch_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
     else impl::prefetch_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
   }
+  // TEJAS_TUNE rope.head_stage=1 (off by default until the GPU A/B times it; 16-byte q/k
+  // accesses): the first step's head vectors copied into shared memory (cp.async) before the
+  // position load, and rotated from there (rotate_column's `staged`).
+  if constexpr (kStage) {
+    if (local % p.col_threads < p.rot_cols) {
+      if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+      else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+    }
+  }
   // The thread's first v vector, prefetched into L2 at the start: the v copy at the end finds
   // it there instead of making a DRAM trip of its own after the heads'. Skipped tokens' v is
   // prefetched too (their slot is not known yet: judging it here would wait for it). NOTES:
@@ -356,11 +422,12 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
                      (local % cols) * VEC);
   }
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
+    const bool staged = kStage && col == local % p.col_threads;  // the first column's first step
     if (col >= p.rot_cols) {
       const int64_t slot = impl::slot_at(p, slot_loaded);
       if (slot >= 0) impl::copy_k_tail<S, VEC>(p, t, col - p.rot_cols, lane, slot);
-    } else if (p.neox) impl::rotate_column<S, VEC, true, kHeads>(p, t, col, lane, slot_loaded);
-    else impl::rotate_column<S, VEC, false, kHeads>(p, t, col, lane, slot_loaded);
+    } else if (p.neox) impl::rotate_column<S, VEC, true, kHeads>(p, t, col, lane, slot_loaded, staged);
+    else impl::rotate_column<S, VEC, false, kHeads>(p, t, col, lane, slot_loaded, staged);
   }
   const int64_t slot = impl::slot_at(p, slot_loaded);
   if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);

@@ -112,6 +112,9 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.neox = a.style == RopeStyle::neox;
   p.v_prefetch = detail::tune().rope_v_prefetch != 0;
   p.head_prefetch = detail::tune().rope_head_prefetch != 0;
+  const int64_t stage_bytes = head_stage_smem_bytes(c, pr.elem_bytes, pr.interleaved);
+  p.head_stage = detail::tune().rope_head_stage != 0 && stage_bytes > 0;
+  l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes) : 0;
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;

@@ -51,6 +51,15 @@ inline detail::Tune head_prefetch(int heads) {
   return t;
 }
 
+// rope.head_stage=1 (the first step's heads copied into shared memory by cp.async) with 1 or 2
+// heads in flight.
+inline detail::Tune head_stage(int heads) {
+  detail::Tune t;
+  t.rope_heads = heads;
+  t.rope_head_stage = 1;
+  return t;
+}
+
 // Kernel results against the reference (which rounds the float64 rotation once):
 // the kernels compute a*c - b*s in f32 with one fused multiply-add after one rounded product,
 // an absolute error below 2^-23 (|a| + |b|) (|c|, |s| <= 1). Rounding that f32 value to bf16/f16

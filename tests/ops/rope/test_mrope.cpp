@@ -247,6 +247,15 @@ TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=
   }
 }
 
+TEST(MropeKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    kernel_vs_reference(rng, Backend::emulator);
+    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
+  }
+}
+
 // Qwen2-VL shape, one token: the three position rows each feed their own cache row.
 TEST(MropeKernel, EmulatorReadsOneCacheRowPerSection) {
   TEJAS_SEEDED_TEST_RNG();

@@ -45,6 +45,30 @@ TEST(RopeConfig, AlignedLlamaTakesSixteenByteVectors) {
   EXPECT_EQ(choose_config(llama(4096)).blocks, 4096);
 }
 
+// rope.head_stage: a block's slots for its threads' first-step heads, 16-byte accesses only.
+TEST(RopeConfig, HeadStageSlotsFor16ByteAccessesOnly) {
+  const RopeConfig c = choose_config(llama(1));
+  EXPECT_EQ(head_access_bytes(c, kBf16, false), 16);
+  EXPECT_EQ(head_accesses(c, false), 2);                       // neox: one access per half
+  EXPECT_EQ(head_stage_smem_bytes(c, kBf16, false), 320 * 2 * 16);  // 320 threads, 1 head, 2 accesses
+  RopeProblem two = llama(1);
+  two.heads_in_flight = 2;
+  const RopeConfig c2 = choose_config(two);
+  EXPECT_EQ(head_stage_smem_bytes(c2, kBf16, false), int64_t{c2.threads} * 2 * 2 * 16);
+  RopeProblem gptj = llama(1);
+  gptj.interleaved = true;
+  const RopeConfig cg = choose_config(gptj);
+  EXPECT_EQ(head_accesses(cg, true), 1);  // 4 interleaved pairs in one 16-byte access
+  EXPECT_EQ(head_stage_smem_bytes(cg, kBf16, true), int64_t{cg.threads} * 16);
+  RopeProblem narrow = llama(1);
+  narrow.qk_align = 4;  // the 4-byte path: not staged
+  EXPECT_EQ(head_stage_smem_bytes(choose_config(narrow), kBf16, false), 0);
+  RopeProblem f32 = llama(1);
+  f32.elem_bytes = kF32;
+  EXPECT_EQ(head_access_bytes(choose_config(f32), kF32, false), 16);  // 4 f32
+  EXPECT_GT(head_stage_smem_bytes(choose_config(f32), kF32, false), 0);
+}
+
 // rope.heads=2: a thread takes two heads per step, so half the head lanes (rounded up), still
 // capped by the group; out-of-range requests are clamped to the instantiated 1..2.
 TEST(RopeConfig, TwoHeadsInFlightHalveTheHeadLanes) {

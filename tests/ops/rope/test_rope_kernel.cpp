@@ -138,6 +138,18 @@ TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
   }
 }
 
+// rope.head_stage=1 (the first step's heads through shared memory) changes no result: every
+// shape, dtype and style of run_all (the 4-16 byte accesses stage; the others, e.g. gptj's
+// one-element path, plan no staging), one and two heads in flight.
+TEST(RopeKernel, HeadStageVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
+}
+
 // TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
 TEST(RopeKernel, HeadsInFlightFollowTheTune) {
   HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64});

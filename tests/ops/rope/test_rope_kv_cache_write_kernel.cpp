@@ -140,6 +140,15 @@ TEST(RopeKvCacheWriteKernel, PrefetchVariantsMatchReference) {
   if (check::cuda_available()) run_all(rng, Backend::cuda);
 }
 
+TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
+}
+
 TEST(RopeKvCacheWriteKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride two(ropetest::two_heads());
@@ -156,10 +165,12 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   v_prefetch.rope_v_prefetch = 1;
   head_prefetch.rope_head_prefetch = 1;
   two_prefetch.rope_head_prefetch = 1;
-  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads(), v_prefetch, head_prefetch, two_prefetch}) {
+  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads(), v_prefetch, head_prefetch, two_prefetch,
+                                   ropetest::head_stage(1), ropetest::head_stage(2)}) {
     const detail::ScopedTuneOverride override_tune(tune);
     SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch="
-                                      << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch);
+                                      << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch
+                                      << " rope.head_stage=" << tune.rope_head_stage);
     const KvShape s{4, 8, 2, 128, 128, 2, 16};
     KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
     for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
@@ -180,6 +191,10 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
     const uint64_t v_prefetches = tune.rope_v_prefetch ? s.T * s.Hk * (s.D / 8) : 0;
     const uint64_t head_prefetches = tune.rope_head_prefetch ? s.T * (s.Hq + s.Hk) * (s.rotary / 8) : 0;
     EXPECT_EQ(rep.counters.global_prefetches, v_prefetches + head_prefetches);
+    // rope.head_stage=1: the same head rows' rotary dims through cp.async, each byte once (and
+    // still read once: the unique bytes above).
+    const uint64_t staged = tune.rope_head_stage ? s.T * (s.Hq + s.Hk) * s.rotary * 2 : 0;
+    EXPECT_EQ(rep.counters.cp_async_bytes, staged);
   }
 }
 
