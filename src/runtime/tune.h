@@ -33,7 +33,8 @@
 //                          into L2 before loading the position; 0 (default) = no prefetch
 //   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 = each thread copies its
 //                          first step's q/k head vectors into shared memory (cp.async) before
-//                          loading the position, and rotates them from there; 0 (default) = no
+//                          loading the position, and rotates them from there; 0 (default) =
+//                          they are loaded after the position and cos/sin
 #pragma once
 #include <string>
 

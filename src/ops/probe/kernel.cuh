@@ -127,8 +127,7 @@ __global__ void __launch_bounds__(kThreads) stream_copy_async_kernel(const Strea
 
 using StreamAsyncFn = void (*)(StreamAsyncParams);
 
-// The cp.async mode's kernel for `vecs` (1, 2 or 4: stages x vecs <= kMaxAsyncVecs leaves 8 only
-// with one stage, which the mode's rows do not use); nullptr otherwise.
+// The cp.async mode's kernel for `vecs` (1, 2 or 4, as op.cpp admits); nullptr otherwise.
 inline StreamAsyncFn stream_copy_async_kernel_for(int vecs) {
   switch (vecs) {
     case 1: return stream_copy_async_kernel<1>;

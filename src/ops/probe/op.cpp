@@ -34,16 +34,13 @@ Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOp
     if (!(o.stages == 1 || o.stages == 2 || o.stages == 4))
       v.require(false, "options.stages: expected 0 (no cp.async), 1, 2 or 4, got " + std::to_string(o.stages));
     else if (o.reads != 1 || o.writes != 1)
-      v.require(false, "options.stages: the cp.async mode copies (reads = writes = 1), got " + std::to_string(o.reads) +
-                           " / " + std::to_string(o.writes));
+      v.require(false, "options.reads / options.writes: the cp.async mode (options.stages > 0) copies: expected 1 / 1, got " +
+                           std::to_string(o.reads) + " / " + std::to_string(o.writes));
     else if (o.blocks_per_sm == 0)
       v.require(false, "options.blocks_per_sm: the cp.async mode needs its persistent blocks per SM (1 .. " +
                            std::to_string(kMaxBlocksPerSm) + "), got 0");
     else if (o.vecs > 4)
       v.require(false, "options.vecs: the cp.async mode takes 1, 2 or 4, got " + std::to_string(o.vecs));
-    else if (o.stages * o.vecs > kMaxAsyncVecs)
-      v.require(false, "options.stages: expected stages x vecs <= " + std::to_string(kMaxAsyncVecs) + ", got " +
-                           std::to_string(o.stages) + " x " + std::to_string(o.vecs));
   }
   if (!v.ok()) return v.status();
   if (o.reads * o.vecs > kMaxLoadsPerThread)

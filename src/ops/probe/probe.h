@@ -30,11 +30,10 @@ struct StreamCopyOptions {
   // persistent blocks as blocks_per_sm x the SMs walk tiles of 256 x vecs vectors, each thread
   // keeping `stages` (1, 2 or 4) tiles' vectors in flight in shared memory through cp.async
   // while it stores the oldest: stages x vecs x 16 bytes per thread, with no registers held
-  // (the norm.pipeline kernels' way). stages x vecs <= kMaxAsyncVecs.
+  // (the norm.pipeline kernels' way). vecs 1, 2 or 4 there: at most 64 KiB of slots per block.
   int stages = 0;
 };
 
-inline constexpr int kMaxAsyncVecs = 16;  // stages x vecs: 64 KiB of shared memory per block
 // The emulator's stand-in for the SMs of the cp.async mode's persistent grid (blocks_per_sm x
 // this many blocks): small and odd, so that blocks walk unequal tile counts.
 inline constexpr int kEmuAsyncSms = 3;
@@ -42,7 +41,8 @@ inline constexpr int kEmuAsyncSms = 3;
 struct StreamCopyLaunch {
   int64_t blocks = 0;             // the cp.async mode: min(tiles, blocks_per_sm x SMs)
   int threads = kThreads;
-  size_t dynamic_smem_bytes = 0;  // what caps the residency (cuda; 0 without a cap, and on the emulator)
+  size_t dynamic_smem_bytes = 0;  // what caps the residency (cuda; 0 without a cap, and on the emulator),
+                                  // or the cp.async mode's slots where larger (both backends)
   int resident_blocks_per_sm = 0; // cuda: the occupancy API's count (asked when `launch` is given); else 0
 };
 

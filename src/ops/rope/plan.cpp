@@ -128,8 +128,15 @@ RopeLaunch plan_launch(const RopeArgs& a) {
 
 namespace tejas::rotary {
 
+namespace {
+thread_local RopeLaunch g_last_launch;
+}  // namespace
+
+RopeLaunch last_launch() { return g_last_launch; }
+
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
   const RopeLaunch l = plan_launch(a);
+  g_last_launch = l;
   if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
 #if TEJAS_WITH_CUDA
   return launch_cuda(op, ctx, l);

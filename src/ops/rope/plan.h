@@ -45,4 +45,8 @@ namespace tejas::rotary {
 // contents checked as the debug-check mode asks).
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a);
 
+// The plan of this thread's last kernel-backend call: tests check which kernel a case reached
+// (the rope.head_stage kernels or the default ones).
+RopeLaunch last_launch();
+
 }  // namespace tejas::rotary

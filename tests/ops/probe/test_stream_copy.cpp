@@ -153,7 +153,8 @@ TEST(StreamCopy, EmulatorAsyncModeCopiesExactly) {
   for (int stages : {1, 2, 4})
     for (int vecs : {1, 2, 4})
       for (int blocks : {1, 2})
-        for (int64_t n : {int64_t{1}, int64_t{257}, int64_t{2051}, int64_t{6000}}) {
+        // 40000: every block refills real tiles at every depth (6.5+ tiles per block at 4 x 4).
+        for (int64_t n : {int64_t{1}, int64_t{257}, int64_t{2051}, int64_t{6000}, int64_t{40000}}) {
           const std::string what = std::to_string(stages) + " stages, " + std::to_string(vecs) + " per thread, " +
                                    std::to_string(blocks) + " blocks per SM, " + std::to_string(n) + " vectors";
           const HostTensor src = random_bytes(rng, n * probe::kVecBytes);
@@ -265,7 +266,7 @@ TEST(StreamCopy, BadArgumentsNameThemselves) {
       {probe::stream_copy(emu, src, dst, async(1, 2, 3)), "options.stages: expected 0 (no cp.async), 1, 2 or 4"},
       {probe::stream_copy(emu, src, dst, async(1, 0, 2)), "options.blocks_per_sm: the cp.async mode needs"},
       {probe::stream_copy(emu, src, dst, async(8, 2, 1)), "options.vecs: the cp.async mode takes 1, 2 or 4"},
-      {probe::stream_copy(emu, src, dst, async(4, 2, 4, 2)), "options.stages: the cp.async mode copies"},
+      {probe::stream_copy(emu, src, dst, async(4, 2, 4, 2)), "options.reads / options.writes: the cp.async mode"},
       {probe::stream_copy(emu, odd, odd_dst, {1, 0, 1, 2}), "multiple of 16"},
       {probe::stream_copy(emu, src48, dst, {1, 0, 1, 2}), "dst: expected 96 bytes"},
   };

@@ -1,12 +1,17 @@
 // Shared by the rope tests: a cos/sin cache built in long double, backend contexts, views at odd
 // offsets, the kernel tolerances and the emulator counters of the last call.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "check/host_tensor.h"
+#include "ops/common/emu_launch.h"
+#include "ops/rope/plan.h"
 #include "ops/common/ref_numeric.h"
 #include "runtime/tune.h"
 #include "tejas/context.h"
@@ -58,6 +63,30 @@ inline detail::Tune head_stage(int heads) {
   t.rope_heads = heads;
   t.rope_head_stage = 1;
   return t;
+}
+
+// After an emulator call under rope.head_stage=1: when the plan staged (16-byte accesses), the
+// rotary bytes of each thread's first step (its first column in its first heads: min(heads,
+// head_lanes x heads in flight) heads, min(rot_cols, col_threads) columns of 2 x pairs elements)
+// went through cp.async exactly once - all of them unless heads or columns outnumber the lanes;
+// otherwise none did.
+// Returns whether it staged, so a test can insist that some of its cases did (counted in
+// staged_cases()).
+inline int& staged_cases() {
+  static int n = 0;
+  return n;
+}
+inline bool expect_head_stage_bytes(int64_t T, int64_t heads, int64_t rotary, DType dt) {
+  const rotary::RopeLaunch l = rotary::last_launch();
+  const bool staged = l.params.head_stage;
+  const rotary::RopeConfig& c = l.config;
+  const int64_t first_heads = std::min<int64_t>(heads, int64_t{c.head_lanes} * c.heads_in_flight);
+  const int64_t cols = std::min(c.rot_cols, c.col_threads);
+  EXPECT_EQ(int64_t{c.rot_cols} * 2 * c.pairs, rotary);
+  const uint64_t bytes = detail::last_emulator_reports().at(0).counters.cp_async_bytes;
+  EXPECT_EQ(bytes, staged ? static_cast<uint64_t>(T * first_heads * cols * 2 * c.pairs * dtype_bits(dt) / 8) : 0u);
+  if (staged) ++staged_cases();
+  return staged;
 }
 
 // Kernel results against the reference (which rounds the float64 rotation once):

@@ -194,6 +194,7 @@ void kernel_vs_reference(check::Rng& rng, Backend backend) {
         TEJAS_ASSERT_OK(mrope(reference_ctx(), in.pos, q_ref, kv(k_ref), in.cache, s.section));
         if (backend == Backend::emulator) {
           TEJAS_ASSERT_OK(mrope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, s.section));
+          if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
         } else {
           check::DeviceMirror pos, cache, q, k;
           TEJAS_ASSERT_OK(pos.upload(in.pos));
@@ -251,7 +252,9 @@ TEST(MropeKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one
   TEJAS_SEEDED_TEST_RNG();
   for (int heads : {1, 2}) {
     const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    ropetest::staged_cases() = 0;
     kernel_vs_reference(rng, Backend::emulator);
+    EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
     if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
   }
 }

@@ -29,7 +29,7 @@ struct Shape {
   int64_t T, Hq, Hk, D, rotary, pad;  // Hk = 0: no k; pad: extra elements per head row
 };
 // Tails: rotary/2 = 1, 3, 5, 36 (vec 2), 65 (vec 1); partial rotary; padded heads; 128 x 128 = 16384 at T = 1.
-constexpr Shape kShapes[] = {{1, 1, 1, 2, 2, 0},    {3, 4, 2, 64, 64, 0},   {37, 2, 1, 16, 8, 4},
+constexpr Shape kShapes[] = {{1, 1, 1, 2, 2, 0},    {3, 4, 2, 64, 64, 0},   {37, 2, 1, 16, 8, 4},   {11, 1, 1, 16, 16, 0},
                              {5, 3, 0, 128, 32, 0}, {3, 2, 2, 10, 6, 6},    {2, 1, 3, 130, 130, 2},
                              {24, 4, 4, 72, 72, 0}, {1, 128, 0, 128, 128, 0},
                              // 205 heads over 64 head lanes: two steps, the last one partial
@@ -68,6 +68,7 @@ void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeSt
   TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), in.pos, q_ref, kv(k_ref), in.cache, style));
   if (backend == Backend::emulator) {
     TEJAS_ASSERT_OK(rope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, style));
+    if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
   } else {
     check::DeviceMirror pos, cache, q, k;
     TEJAS_ASSERT_OK(pos.upload(in.pos));
@@ -139,15 +140,43 @@ TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
 }
 
 // rope.head_stage=1 (the first step's heads through shared memory) changes no result: every
-// shape, dtype and style of run_all (the 4-16 byte accesses stage; the others, e.g. gptj's
-// one-element path, plan no staging), one and two heads in flight.
+// shape, dtype and style of run_all (the 16-byte accesses stage, each rotary byte through
+// cp.async once; the narrower paths plan no staging), one and two heads in flight.
 TEST(RopeKernel, HeadStageVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   for (int heads : {1, 2}) {
     const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    ropetest::staged_cases() = 0;
     run_all(rng, Backend::emulator);
+    EXPECT_GT(ropetest::staged_cases(), 20) << "the staging kernels must run";
     if (check::cuda_available()) run_all(rng, Backend::cuda);
   }
+}
+
+// rope.head_stage is planned only with the tune on and 16-byte accesses, with its slots' bytes.
+TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
+  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64}), buf(DType::bf16, {2 * 4 * 64 + 8});
+  const HostTensor cache = make_cache(4, 64, DType::f32);
+  rotary::RopeArgs args;
+  args.positions = pos;
+  args.q = q;
+  args.k = k;
+  args.cos_sin = cache;
+  {
+    const detail::ScopedTuneOverride defaults(detail::Tune{});
+    const rotary::RopeLaunch l = rotary::plan_launch(args);
+    EXPECT_FALSE(l.params.head_stage);
+    EXPECT_EQ(l.smem_bytes, 0u);
+  }
+  const detail::ScopedTuneOverride stage(ropetest::head_stage(1));
+  rotary::RopeLaunch l = rotary::plan_launch(args);
+  EXPECT_TRUE(l.params.head_stage);
+  EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 16);  // neox: 2 accesses of 16 B
+  args.q = ropetest::view_at(buf, 2, {2, 4, 64});  // 4 bytes off alignment: the 4-byte path
+  l = rotary::plan_launch(args);
+  EXPECT_EQ(l.config.vec, 2);
+  EXPECT_FALSE(l.params.head_stage);
+  EXPECT_EQ(l.smem_bytes, 0u);
 }
 
 // TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
