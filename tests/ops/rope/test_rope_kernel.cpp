@@ -153,15 +153,25 @@ TEST(RopeKernel, HeadStageVariantMatchesReference) {
   }
 }
 
+// Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.
+struct PlanInputs {
+  HostTensor pos{DType::i32, {2}}, q{DType::bf16, {2, 4, 64}}, k{DType::bf16, {2, 3, 64}};
+  HostTensor cache = make_cache(4, 64, DType::f32);
+  rotary::RopeArgs args() {
+    rotary::RopeArgs a;
+    a.positions = pos;
+    a.q = q;
+    a.k = k;
+    a.cos_sin = cache;
+    return a;
+  }
+};
+
 // rope.head_stage is planned only with the tune on and 16-byte accesses, with its slots' bytes.
 TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
-  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64}), buf(DType::bf16, {2 * 4 * 64 + 8});
-  const HostTensor cache = make_cache(4, 64, DType::f32);
-  rotary::RopeArgs args;
-  args.positions = pos;
-  args.q = q;
-  args.k = k;
-  args.cos_sin = cache;
+  PlanInputs in;
+  HostTensor buf(DType::bf16, {2 * 4 * 64 + 8});
+  rotary::RopeArgs args = in.args();
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});
     const rotary::RopeLaunch l = rotary::plan_launch(args);
@@ -181,13 +191,8 @@ TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
 
 // TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
 TEST(RopeKernel, HeadsInFlightFollowTheTune) {
-  HostTensor pos(DType::i32, {2}), q(DType::bf16, {2, 4, 64}), k(DType::bf16, {2, 3, 64});
-  const HostTensor cache = make_cache(4, 64, DType::f32);
-  rotary::RopeArgs args;
-  args.positions = pos;
-  args.q = q;
-  args.k = k;
-  args.cos_sin = cache;
+  PlanInputs in;
+  const rotary::RopeArgs args = in.args();
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // the defaults, whatever TEJAS_TUNE says
     const rotary::RopeConfig c = rotary::plan_launch(args).config;
