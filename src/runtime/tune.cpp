@@ -38,6 +38,7 @@ constexpr Knob kKnobs[] = {
     {"rope.head_stage", &Tune::rope_head_stage, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
+    {"activation.pipeline", &Tune::activation_pipeline, 0, kTuneMaxActivationStages},
     {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},
     {"norm.pipeline", &Tune::norm_pipeline, 0, kTuneMaxNormStages},
 };

@@ -15,6 +15,11 @@
 //                          CUDA's 65535 limit)
 //   activation.steps=1..4  silu_mul / gelu_tanh_mul, 16-byte path: chunks per lane, all their
 //                          loads issued first, the column blocks fewer by as much (default 1)
+//   activation.pipeline=0..2  silu_mul / gelu_tanh_mul, 16-byte path: persistent blocks walk
+//                          256-chunk tiles of the flattened [rows, chunks] space, each thread
+//                          keeping this many tiles' gate / up vectors in flight through cp.async
+//                          into shared memory while it computes and stores the current one
+//                          (default 0 = off: one block per row group and column block)
 //   norm.prefetch_rows=0..65535  RMSNorm family, rows of at most 2 vectors per thread (the
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
@@ -46,6 +51,7 @@ inline constexpr int kTuneMaxDequantSteps = 2;
 inline constexpr int kTuneMaxActivationSteps = 4;
 inline constexpr int kTuneMaxRopeHeads = 2;
 inline constexpr int kTuneMaxNormStages = 2;
+inline constexpr int kTuneMaxActivationStages = 2;
 
 struct Tune {
   int quant_max_chunks = 4;
@@ -58,6 +64,7 @@ struct Tune {
   int rope_head_stage = 0;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
+  int activation_pipeline = 0;
   int norm_prefetch_rows = 0;
   int norm_pipeline = 0;
 };

@@ -37,6 +37,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.activation_steps, 4);
   EXPECT_FALSE(parse_tune("activation.steps=5", &t, &why));
   EXPECT_NE(why.find("activation.steps: expected 1..4"), std::string::npos) << why;
+  EXPECT_EQ(t.activation_pipeline, 0);
+  EXPECT_TRUE(parse_tune("activation.pipeline=2", &t, &why)) << why;
+  EXPECT_EQ(t.activation_pipeline, 2);
+  EXPECT_FALSE(parse_tune("activation.pipeline=3", &t, &why));
+  EXPECT_NE(why.find("activation.pipeline: expected 0..2"), std::string::npos) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 0);
   EXPECT_TRUE(parse_tune("norm.prefetch_rows=512", &t, &why)) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 512);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "ops/activation/launch.h"
 #include "runtime/alignment.h"
 
 namespace tejas::act {
@@ -33,6 +34,24 @@ int64_t column_blocks(int64_t chunks, int threads_per_row, int max_grid_y) {
 }
 
 }  // namespace
+
+namespace {
+thread_local GatedConfig g_last_gated;
+}  // namespace
+
+GatedConfig last_gated_config() { return g_last_gated; }
+void set_last_gated_config(const GatedConfig& c) { g_last_gated = c; }
+
+int64_t gated_pipe_smem_bytes(int stages) { return int64_t{stages} * 2 * kPipeTileChunks * kMaxVecBytes; }
+
+GatedConfig with_gated_pipeline(const GatedProblem& p, GatedConfig c, int stages, int64_t resident_ctas) {
+  if (stages <= 0 || resident_ctas <= 0 || c.vec_bytes != kMaxVecBytes) return c;
+  const int64_t tiles = ceil_div(p.T * (p.F / c.vec), kPipeTileChunks);
+  if (tiles < 2 * resident_ctas) return c;
+  c.pipeline_stages = stages;
+  c.pipe_blocks = resident_ctas;
+  return c;
+}
 
 int x_halves_alignment(const TensorView& x, int64_t F) {
   if (!x.defined()) return kMaxVecBytes;
@@ -73,6 +92,11 @@ QuantConfig make_quant_config(const QuantProblem& p) {
 
 std::string GatedConfig::to_string() const {
   std::ostringstream os;
+  if (pipeline_stages > 0) {
+    os << "vec " << vec << " (" << vec_bytes << " B), threads " << threads << ", persistent blocks walking "
+       << kPipeTileChunks << "-chunk tiles (" << pipeline_stages << " tile(s) ahead by cp.async), grid " << pipe_blocks;
+    return os.str();
+  }
   os << "vec " << vec << " (" << vec_bytes << " B), threads " << threads << " (" << rows_per_block << " rows x "
      << threads_per_row << "), grid " << grid_x << " x " << grid_y;
   if (steps > 1) os << ", " << steps << " steps per lane";

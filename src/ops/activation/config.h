@@ -68,10 +68,21 @@ struct GatedConfig {
   int64_t grid_x = 1;        // row blocks: ceil(T / rows_per_block)
   int64_t grid_y = 1;        // column blocks (<= kMaxGridY; lanes loop beyond)
   int steps = 1;             // chunks per lane at once, loads first (> 1 only at 16 bytes)
+  int pipeline_stages = 0;   // > 0: gated_pipe_kernel on a persistent grid of pipe_blocks (with_gated_pipeline)
+  int64_t pipe_blocks = 0;
   std::string to_string() const;
 };
 
 GatedConfig make_gated_config(const GatedProblem& p);
+
+// The activation.pipeline variant (TEJAS_TUNE; gated_pipe_kernel): on the 16-byte path,
+// persistent blocks of kThreads threads, as many as the GPU holds at once (`resident_ctas`), walk
+// tiles of kThreads consecutive chunks of the flattened [T, chunks] space (a tile may span rows),
+// each thread keeping `stages` tiles' gate and up vectors in flight in shared memory. Taken when
+// there are at least two tiles per block; otherwise `c` unchanged.
+inline constexpr int kPipeTileChunks = kThreads;
+int64_t gated_pipe_smem_bytes(int stages);  // stages x (gate, up) x kThreads x 16 bytes
+GatedConfig with_gated_pipeline(const GatedProblem& p, GatedConfig c, int stages, int64_t resident_ctas);
 
 // ---- silu_mul_quant_fp8_group / silu_mul_quant_mx ------------------------------------------------
 // x is bf16/f16; a lane owns kQuantElems consecutive elements, so a quantization group of

@@ -7,7 +7,9 @@
 #include <cstring>
 
 #include "device/prelude.h"
+#include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
+#include "device/smem.h"
 #include "ops/activation/act_math.cuh"
 #include "ops/activation/config.h"
 
@@ -22,6 +24,7 @@ struct GatedParams {
   int threads_per_row;   // power of two; rows_per_block = blockDim.x / threads_per_row
   ActOptions options;    // silu_mul only
   int steps = 1;         // chunks per lane at once (<= kSteps of the kernel)
+  int pipeline_stages = 0;  // gated_pipe_kernel only: tiles each thread keeps in flight (1 or 2)
 };
 
 // out[c] = act(gate[c]) * up[c] for one access of each (as loaded). Takes its caller's site
@@ -88,6 +91,76 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
       }
     }
   }
+}
+
+// The activation.pipeline variant (config.h's with_gated_pipeline), 16-byte path: item i of the
+// flattened [T, chunks] space is chunk i % chunks of row i / chunks; tile j is items
+// j * 256 .. j * 256 + 255 (it may span rows), thread t taking item j * 256 + t. Persistent blocks
+// take tiles blockIdx.x, + gridDim.x, ...; each thread copies the gate and up vectors of its
+// items in the next p.pipeline_stages tiles into its own shared-memory slots (cp.async.cg, one
+// commit group per tile, empty past the last tile, so group n is always the block's n-th tile),
+// and at each tile waits for that tile's group, reads its slots, refills them with the tile
+// `stages` ahead and computes and stores what it read. The default kernel's blocks make one
+// trip each (a lane loads, computes, stores, and its block ends); here every thread keeps
+// stages x 32 bytes in flight all its life, with no registers held for them. Its own slots
+// only: the waits order them, no barrier; a slot is refilled after the ld.shared that read it
+// (program order; the cp.async wrapper's memory clobber keeps it there). Row and chunk of a
+// thread's item advance by a constant per tile (one division per thread at the start).
+template <class S, Act kAct>
+__global__ void __launch_bounds__(kThreads) gated_pipe_kernel(GatedParams p) {
+  using Raw = typename S::Raw;
+  using Vec = typename num::AccessWord<kMaxVecBytes>::type;
+  constexpr int kVec = kMaxVecBytes / static_cast<int>(sizeof(Raw));
+  Vec* const slots = dev::dynamic_smem<Vec>();
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t chunks = p.F / kVec, items = p.T * chunks;
+  const int64_t step_items = static_cast<int64_t>(gridDim.x) * kPipeTileChunks;  // per tile a block walks
+  const int64_t step_rows = step_items / chunks, step_chunks = step_items % chunks;
+  // An item's (row, chunk), advanced tile by tile.
+  struct Cursor {
+    int64_t item, row, chunk;
+  };
+  const auto start = [&](int64_t item) { return Cursor{item, item / chunks, item % chunks}; };
+  const auto advance = [&](Cursor& c) {
+    c.item += step_items;
+    c.row += step_rows;
+    c.chunk += step_chunks;
+    if (c.chunk >= chunks) {
+      c.chunk -= chunks;
+      ++c.row;
+    }
+  };
+  const auto slot = [&](int stage, int tensor) { return slots + (stage * 2 + tensor) * kThreads + tid; };
+  const auto issue = [&](const Cursor& c, int stage) {
+    if (c.item < items) {
+      const Vec* gate = reinterpret_cast<const Vec*>(static_cast<const Raw*>(p.x) + c.row * p.x_stride);
+      const Vec* up = reinterpret_cast<const Vec*>(static_cast<const Raw*>(p.x) + c.row * p.x_stride + p.F);
+      ptx::cp_async_16(slot(stage, 0), gate + c.chunk);
+      ptx::cp_async_16(slot(stage, 1), up + c.chunk);
+    }
+    ptx::cp_async_commit();
+  };
+  Cursor ahead = start(static_cast<int64_t>(blockIdx.x) * kPipeTileChunks + tid), now = ahead;
+  for (int stage = 0; stage < p.pipeline_stages; ++stage) {
+    issue(ahead, stage);
+    advance(ahead);
+  }
+  for (int stage = 0; now.item - tid < items; advance(now)) {  // whole tiles: every thread runs the loop alike
+    if (p.pipeline_stages == 2) ptx::cp_async_wait<1>();  // this tile's group landed; the next may not have
+    else ptx::cp_async_wait<0>();
+    const bool mine = now.item < items;
+    Vec gv, uv;
+    if (mine) {
+      gv = ptx::ld_shared(slot(stage, 0));
+      uv = ptx::ld_shared(slot(stage, 1));
+    }
+    issue(ahead, stage);
+    advance(ahead);
+    if (mine) store_gated<S, kMaxVecBytes, kAct>(gv, uv, static_cast<Raw*>(p.out) + now.row * p.out_stride, now.chunk,
+                                                 p.options);
+    stage = stage + 1 == p.pipeline_stages ? 0 : stage + 1;
+  }
+  ptx::cp_async_wait_all();  // the empty trailing groups: nothing pending at exit
 }
 
 }  // namespace TEJAS_BUILD_NS

@@ -5,6 +5,7 @@
 #include "ops/activation/launch_common.h"
 #include "runtime/print_config.h"
 #include "ops/common/cuda_check.h"
+#include "ops/common/resident.h"
 #include "ops/quant/checks.h"
 #include "runtime/validate.h"
 
@@ -12,10 +13,17 @@ namespace tejas::act {
 
 Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const TensorView& x,
                          const TensorView& out, const ActOptions& o) {
-  const GatedConfig c = gated_config(x, out);
+  const GatedProblem prob = gated_problem(x, out);
+  GatedConfig c = make_gated_config(prob);
+  const int stages = detail::tune().activation_pipeline;
+  if (stages > 0 && c.vec_bytes == kMaxVecBytes) {
+    const auto pipe = reinterpret_cast<const void*>(gated_pipe_kernel_for(act, x.dtype));
+    const int64_t resident = detail::resident_ctas(pipe, kThreads, static_cast<size_t>(gated_pipe_smem_bytes(stages)));
+    c = with_gated_pipeline(prob, c, stages, resident);
+  }
+  set_last_gated_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
-  const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
-  gated_kernel_for(act, x.dtype, c)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+  gated_kernel_for(act, x.dtype, c)<<<gated_grid(c), c.threads, gated_smem(c), static_cast<cudaStream_t>(ctx.stream)>>>(
       gated_params(x, out, o, c));
   return detail::cuda_launch_status(op);
 }

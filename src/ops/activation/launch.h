@@ -15,6 +15,14 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
 Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const TensorView& x,
                          const TensorView& out, const ActOptions& o);
 
+// The config this thread's last silu_mul / gelu_tanh_mul launch (either backend) ran with: tests
+// check which kernel a case reached (the activation.pipeline kernel or the default).
+GatedConfig last_gated_config();
+void set_last_gated_config(const GatedConfig& c);
+
+// The emulator's stand-in for a GPU's resident blocks (activation.pipeline): small and odd.
+inline constexpr int64_t kEmuResidentBlocks = 3;
+
 // q, scales = quantize(silu_mul(x)); tensor_scale only for nvfp4.
 struct QuantArgs {
   QuantKind kind;

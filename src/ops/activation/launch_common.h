@@ -13,7 +13,7 @@
 namespace tejas::act {
 inline namespace TEJAS_BUILD_NS {
 
-inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
+inline GatedProblem gated_problem(const TensorView& x, const TensorView& out) {
   GatedProblem p;
   p.elem_bytes = static_cast<int>(dtype_bytes(x.dtype, 1));
   p.T = out.shape[0];
@@ -22,13 +22,17 @@ inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
   p.out_align = detail::access_alignment(out, kMaxVecBytes);
   p.max_grid_y = detail::tune().activation_max_grid_y;
   p.steps = detail::tune().activation_steps;
-  return make_gated_config(p);
+  return p;
+}
+
+inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
+  return make_gated_config(gated_problem(x, out));
 }
 
 inline GatedParams gated_params(const TensorView& x, const TensorView& out, const ActOptions& o,
                                 const GatedConfig& c) {
   return GatedParams{x.data,      out.data,      out.shape[0],      out.shape[1], x.stride[0],
-                     out.stride[0], c.threads_per_row, o, c.steps};
+                     out.stride[0], c.threads_per_row, o, c.steps, c.pipeline_stages};
 }
 
 using GatedKernel = void (*)(GatedParams);
@@ -51,9 +55,32 @@ GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes, int steps) {
   return gated_kernel_by_width<F32, kAct>(vec_bytes, steps);
 }
 
+// The activation.pipeline kernel (16-byte path) for the activation and dtype.
+inline GatedKernel gated_pipe_kernel_for(Act act, DType t) {
+  if (act == Act::silu) {
+    if (t == DType::bf16) return gated_pipe_kernel<Bf16, Act::silu>;
+    if (t == DType::f16) return gated_pipe_kernel<F16, Act::silu>;
+    return gated_pipe_kernel<F32, Act::silu>;
+  }
+  if (t == DType::bf16) return gated_pipe_kernel<Bf16, Act::gelu_tanh>;
+  if (t == DType::f16) return gated_pipe_kernel<F16, Act::gelu_tanh>;
+  return gated_pipe_kernel<F32, Act::gelu_tanh>;
+}
+
 inline GatedKernel gated_kernel_for(Act act, DType t, const GatedConfig& c) {
+  if (c.pipeline_stages > 0) return gated_pipe_kernel_for(act, t);
   return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, c.vec_bytes, c.steps)
                           : gated_kernel_by_dtype<Act::gelu_tanh>(t, c.vec_bytes, c.steps);
+}
+
+// The launch shape of a config: the persistent grid and its slots' shared memory for the
+// pipelined kernel, else grid_x x grid_y and none.
+inline dim3 gated_grid(const GatedConfig& c) {
+  if (c.pipeline_stages > 0) return dim3(static_cast<unsigned>(c.pipe_blocks));
+  return dim3(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
+}
+inline size_t gated_smem(const GatedConfig& c) {
+  return c.pipeline_stages > 0 ? static_cast<size_t>(gated_pipe_smem_bytes(c.pipeline_stages)) : 0;
 }
 
 // ---- fused quant ------------------------------------------------------------------------------

@@ -9,11 +9,13 @@ namespace tejas::act {
 Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const TensorView& x, const TensorView& out,
                         const ActOptions& o) {
   detail::begin_emulator_call();
-  const GatedConfig c = gated_config(x, out);
+  const GatedProblem prob = gated_problem(x, out);
+  const GatedConfig c =
+      with_gated_pipeline(prob, make_gated_config(prob), detail::tune().activation_pipeline, kEmuResidentBlocks);
+  set_last_gated_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   detail::EmuBuffers buffers({{&x, emu::Access::read}, {&out, emu::Access::write}});
-  const emu::LaunchOptions lo = detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y)),
-                                                    dim3(static_cast<unsigned>(c.threads)), 0);
+  const emu::LaunchOptions lo = detail::emu_options(ctx, gated_grid(c), dim3(static_cast<unsigned>(c.threads)), gated_smem(c));
   return detail::emu_status(op, emu::launch(lo, gated_kernel_for(act, x.dtype, c), gated_params(x, out, o, c)));
 }
 

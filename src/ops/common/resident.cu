@@ -1,0 +1,54 @@
+// detail::resident_ctas (resident.h).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "ops/common/resident.h"
+
+namespace tejas::detail {
+namespace {
+
+std::mutex g_mutex;
+std::map<std::tuple<int, const void*, int, size_t>, int64_t> g_resident;
+std::map<std::pair<int, const void*>, int> g_optin;  // per (device, kernel) once raised: the opt-in limit (0: failed)
+
+int64_t query(int device, const void* fn, int threads, size_t smem) {
+  auto optin = g_optin.find({device, fn});
+  if (optin == g_optin.end()) {
+    int limit = 0;
+    const bool ok =
+        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) == cudaSuccess &&
+        cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) ==
+            cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    optin = g_optin.emplace(std::make_pair(device, fn), ok ? limit : 0).first;
+  }
+  if (smem > static_cast<size_t>(optin->second)) return 0;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return int64_t{per_sm} * sms;
+}
+
+}  // namespace
+
+int64_t resident_ctas(const void* kernel, int threads, size_t smem) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  const auto key = std::make_tuple(device, kernel, threads, smem);
+  auto it = g_resident.find(key);
+  if (it == g_resident.end()) it = g_resident.emplace(key, query(device, kernel, threads, smem)).first;
+  return it->second;
+}
+
+}  // namespace tejas::detail
