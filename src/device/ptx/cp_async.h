@@ -6,6 +6,8 @@
 //                                     (src_bytes 0: the whole destination becomes zeros)
 //   cp_async_commit()                 cp.async.commit_group;  closes this thread's open group
 //   cp_async_wait<N>()                cp.async.wait_group N;   at most N newest groups pending
+//   cp_async_wait_pending(n)          the same for a uniform run-time n of 0..3 (a pipeline's
+//                                     stages - 1): the immediate form picked by a branch
 //   cp_async_wait_all()               cp.async.wait_all;
 //
 // The data lands in shared memory only at the wait for its group (under emulation too: a read of
@@ -80,6 +82,17 @@ __device__ __forceinline__ void cp_async_wait(TEJAS_SITE_PARAM_ONLY) {
   ::tejas::emu::cp_async_wait(N, site);
 #else
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_wait_pending(int n TEJAS_SITE_PARAM) {
+#if TEJAS_EMULATION
+  ::tejas::emu::cp_async_wait(n < 0 ? 0 : (n > 3 ? 3 : n), site);
+#else
+  if (n >= 3) cp_async_wait<3>();
+  else if (n == 2) cp_async_wait<2>();
+  else if (n == 1) cp_async_wait<1>();
+  else cp_async_wait<0>();
 #endif
 }
 

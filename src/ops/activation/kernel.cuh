@@ -146,8 +146,7 @@ __global__ void __launch_bounds__(kThreads) gated_pipe_kernel(GatedParams p) {
     advance(ahead);
   }
   for (int stage = 0; now.item - tid < items; advance(now)) {  // whole tiles: every thread runs the loop alike
-    if (p.pipeline_stages == 2) ptx::cp_async_wait<1>();  // this tile's group landed; the next may not have
-    else ptx::cp_async_wait<0>();
+    ptx::cp_async_wait_pending(p.pipeline_stages - 1);  // this tile's group landed; the next may not have
     const bool mine = now.item < items;
     Vec gv, uv;
     if (mine) {

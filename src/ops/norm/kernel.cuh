@@ -113,17 +113,23 @@ __device__ __forceinline__ void load_weight_raw(const NormParams& p, int64_t col
   load_raw<DType::bf16, N, true>(elem_at(p.weight, 0, 0, col, 2), wr TEJAS_NESTED_SITE);
 }
 
+// N 16-bit values as loaded (bf16 or f16 bits, by d) as floats.
+template <int N>
+__device__ __forceinline__ void decode_16bit(DType d, const RawVec<DType::bf16, N>& r, float (&f)[N]) {
+  if (d == DType::bf16) {
+    decode_raw(r, f);
+  } else {
+    RawVec<DType::f16, N> h;
+    memcpy(&h, &r, sizeof h);
+    decode_raw(h, f);
+  }
+}
+
 template <int N>
 __device__ __forceinline__ void apply_weight(const NormParams& p, const RawVec<DType::bf16, N>& wr, float inv_rms,
                                              float (&f)[N]) {
   float w[N];
-  if (p.w_dtype == DType::bf16) {
-    decode_raw(wr, w);
-  } else {
-    RawVec<DType::f16, N> h;
-    memcpy(&h, &wr, sizeof h);
-    decode_raw(h, w);
-  }
+  decode_16bit(p.w_dtype, wr, w);
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = f[e] * inv_rms * w[e];
 }
@@ -416,8 +422,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams
 
   int stage = 0;
   for (; rs.row < p.T; rs.row += step) {
-    if (stages == 2) ptx::cp_async_wait<1>();  // this row's group landed; the next one may not have
-    else ptx::cp_async_wait<0>();
+    ptx::cp_async_wait_pending(stages - 1);  // this row's group landed; the next one may not have
     // This row's slots into registers as raw words, then the slots are refilled with the row
     // `stages` ahead before anything is decoded (fewer live registers across the copies' address
     // math: decoded first, the E-16 kernels spilled 8-16 bytes).
@@ -436,14 +441,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams
       for (int e = 0; e < V; ++e) v[k][e] = r[k][e] = 0.0f;
     each_item<I, V>(rs, nvec, [&](int k, int64_t) {
       decode_raw(xr[k], v[k]);
-      if (!fused) return;
-      if (p.res_dtype == DType::bf16) {
-        decode_raw(rr[k], r[k]);
-      } else {
-        RawVec<DType::f16, V> g;
-        memcpy(&g, &rr[k], sizeof g);
-        decode_raw(g, r[k]);
-      }
+      if (fused) decode_16bit(p.res_dtype, rr[k], r[k]);
     });
     stage = stage + 1 == stages ? 0 : stage + 1;
     if (fused) each_item<I, V>(rs, nvec, [&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });

@@ -107,9 +107,7 @@ __global__ void __launch_bounds__(kThreads) stream_copy_async_kernel(const Strea
   int64_t tile = blockIdx.x;
   for (int stage = 0; stage < p.stages; ++stage) issue(tile + stage * step, stage);
   for (int stage = 0; tile < tiles; tile += step) {
-    if (p.stages == 4) ptx::cp_async_wait<3>();  // this tile's group landed; the later ones may not have
-    else if (p.stages == 2) ptx::cp_async_wait<1>();
-    else ptx::cp_async_wait<0>();
+    ptx::cp_async_wait_pending(p.stages - 1);  // this tile's group landed; the later ones may not have
     Vec v[VECS];
     #pragma unroll
     for (int i = 0; i < VECS; ++i)
