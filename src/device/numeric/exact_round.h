@@ -41,6 +41,21 @@ inline constexpr float kF32MinNormal = 1.17549435e-38f;  // 2^-126
 // A positive normal f32 number (not 0, subnormal, Inf or NaN): where a reciprocal 1 / s may
 // stand in for a division by s (x * (1 / s) within ~1.5 ulps of x / s).
 __host__ __device__ inline bool is_positive_normal(float v) { return v >= kF32MinNormal && v <= kF32Max; }
+// x as computed, hidden from the host compiler's reasoning (the emulator's build of kernel code):
+// nothing it knows about the expression that made x carries over to x or back to its inputs.
+// GCC 13.3 at -O3 (the GPU machine's host compiler) broke the rope kernel's fp8 divisor for a
+// subnormal scale s: a standalone copy computed 1.0f / (s * 2^64) as Inf beside an earlier
+// 1.0f / s (as (1 / s) * 2^-64 would be; an opaque product fixed it there), and the emulated
+// kernel wrote the saturated code for every value even with the product opaque, as if the
+// failed normality test of 1 / s had let the compiler take s for 0 (GCC 13 added value ranges
+// for floats). Both the reciprocal and the product now pass through here. On the device,
+// identity: nvcc keeps the divisions and the test as written (rcp.rn.f32, checked in the PTX).
+__host__ __device__ __forceinline__ float keep_order(float x) {
+#if !TEJAS_DEVICE_PASS
+  asm volatile("" : "+m"(x));
+#endif
+  return x;
+}
 // Distance (in f32 ulps of t) within which t ~ x / D is checked against a midpoint: the
 // approximation errs by at most ~2 ulps (a rounded reciprocal, a rounded product of two scales,
 // the final multiply); 8 leaves a wide margin at no cost.

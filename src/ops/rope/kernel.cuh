@@ -118,10 +118,10 @@ struct Fp8Divisor {
 // and not at its load.
 __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
   const float sc = ptx::mov_opaque(loaded);
-  Fp8Divisor d{1.0f / sc, 1.0f, 1.0f, sc};
+  Fp8Divisor d{num::keep_order(1.0f / sc), 1.0f, 1.0f, sc};  // keep_order: host compilers (exact_round.h)
   if (!num::is_positive_normal(d.a)) {  // uniform: one branch
     d.b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
-    d.a = 1.0f / (sc * d.b);
+    d.a = 1.0f / num::keep_order(sc * d.b);
   }
   if (sc < kTwoToMinus64) {
     d.rs = kTwoTo64;
