@@ -8,6 +8,9 @@
 // "Single-Precision Mathematical Standard Library Functions with Maximum ULP Error"):
 //   expf(x)    2 ulp (full range)
 //   rsqrtf(x)  2 ulp (full range)
+//   fast_expf(x)      __expf: 2 + floor(|1.173 x|) ulp, subnormal results flushed to +0
+//                     (CUDA C++ Programming Guide, "Intrinsic Functions")
+//   fdividef(x, y)    __fdividef: 2 ulp for |y| in [2^-126, 2^126]; 0 for 2^126 < |y| < 2^128
 // Special values as CUDA documents them: expf(+-0) = 1, expf(-Inf) = +0, expf(+Inf) = +Inf;
 // rsqrtf(+-0) = +-Inf, rsqrtf(+Inf) = +0, rsqrtf(x < 0) = NaN; NaN in, NaN out.
 #pragma once
@@ -24,6 +27,22 @@ __device__ __forceinline__ float expf(float x) {
   return ::tejas::emu::gpu_expf(x);
 #else
   return ::expf(x);
+#endif
+}
+
+__device__ __forceinline__ float fast_expf(float x) {
+#if TEJAS_EMULATION
+  return ::tejas::emu::gpu_fast_expf(x);
+#else
+  return ::__expf(x);
+#endif
+}
+
+__device__ __forceinline__ float fdividef(float x, float y) {
+#if TEJAS_EMULATION
+  return ::tejas::emu::gpu_fdividef(x, y);
+#else
+  return ::__fdividef(x, y);
 #endif
 }
 

@@ -299,6 +299,14 @@ enum class MathMode : uint8_t {
 };
 inline constexpr int kExpfMaxUlps = 2;
 inline constexpr int kRsqrtfMaxUlps = 2;
+// The fast intrinsics (CUDA C++ Programming Guide, "Intrinsic Functions", single precision):
+// __expf(x) errs by at most 2 + floor(|1.173 x|) ulp (ex2.approx.ftz of x log2(e): the rounding of
+// that product grows with |x|), and its subnormal results are flushed to +0; __fdividef(x, y)
+// by 2 ulp for |y| in [2^-126, 2^126], and is 0 for 2^126 < |y| < 2^128.
+int fast_expf_max_ulps(float x);
+inline constexpr int kFdividefMaxUlps = 2;
+float gpu_fast_expf(float x);       // __expf, by math_mode()
+float gpu_fdividef(float x, float y);  // __fdividef, by math_mode()
 MathMode math_mode();           // TEJAS_EMU_MATH=gpu|exact, read once (unknown values: gpu, warned)
 void set_math_mode(MathMode m); // overrides the environment for the process (tests)
 bool parse_math_mode(const char* text, MathMode* out);  // "gpu" / "exact"; false otherwise

@@ -16,6 +16,9 @@ namespace {
 // Per-function salts, so expf and rsqrtf of one input bit pattern draw independent offsets.
 constexpr uint64_t kSaltExpf = 0x65787066ull;    // "expf"
 constexpr uint64_t kSaltRsqrtf = 0x72737172ull;  // "rsqr"
+constexpr uint64_t kSaltFastExpf = 0x5f657870ull;  // "_exp"
+constexpr uint64_t kSaltFdividef = 0x5f646976ull;  // "_div"
+constexpr float kF32MinNormal = 1.17549435e-38f;   // 2^-126
 constexpr uint32_t kSignBit = 0x80000000u;
 constexpr uint32_t kMaxFiniteMagnitude = 0x7f7fffffu;  // FLT_MAX
 
@@ -117,6 +120,29 @@ float perturbed_rsqrtf(float x, uint64_t seed) {
   // NaN (x < 0, NaN), +-Inf (x = +-0) and 0 (x = +Inf) are exact.
   if (!std::isfinite(r) || r == 0.0f) return r;
   return move_ulps(r, ulp_offset(seed, kSaltRsqrtf, x, kRsqrtfMaxUlps));
+}
+
+int fast_expf_max_ulps(float x) { return 2 + static_cast<int>(std::floor(std::fabs(1.173 * static_cast<double>(x)))); }
+
+float gpu_fast_expf(float x) {
+  float r = correctly_rounded_expf(x);
+  if (std::isfinite(r) && r != 0.0f && x != 0.0f && math_mode() == MathMode::gpu) {
+    const int bound = fast_expf_max_ulps(x);
+    r = move_ulps(r, ulp_offset(current_seed(), kSaltFastExpf, x, bound > 1000000 ? 1000000 : bound));
+  }
+  return r < kF32MinNormal ? 0.0f : r;  // ftz: a subnormal result is +0 (and e^x > 0: no sign)
+}
+
+float gpu_fdividef(float x, float y) {
+  const float ay = std::fabs(y);
+  if (ay > 8.50705917e37f && std::isfinite(y) && std::isfinite(x)) {  // 2^126 < |y| < 2^128: 0
+    return std::signbit(x) != std::signbit(y) ? -0.0f : 0.0f;
+  }
+  const float r = x / y;
+  if (!std::isfinite(r) || r == 0.0f || math_mode() == MathMode::exact || ay < kF32MinNormal) return r;
+  // Both bit patterns pick the offset: equal operands, equal results.
+  const float key = std::bit_cast<float>(std::bit_cast<uint32_t>(x) ^ (std::bit_cast<uint32_t>(y) * 0x9e3779b9u));
+  return move_ulps(r, ulp_offset(current_seed(), kSaltFdividef, key, kFdividefMaxUlps));
 }
 
 float gpu_expf(float x) {

@@ -32,15 +32,18 @@ constexpr Knob kKnobs[] = {
     {"quant.max_steps", &Tune::quant_max_steps, 1, kTuneMaxQuantChunks},
     {"quant.max_grid", &Tune::quant_max_grid, 0, 999},
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
-    {"rope.heads", &Tune::rope_heads, 1, kTuneMaxRopeHeads},
+    {"rope.heads", &Tune::rope_heads, 0, kTuneMaxRopeHeads},
     {"rope.v_prefetch", &Tune::rope_v_prefetch, 0, 1},
     {"rope.head_prefetch", &Tune::rope_head_prefetch, 0, 1},
     {"rope.head_stage", &Tune::rope_head_stage, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
     {"activation.pipeline", &Tune::activation_pipeline, 0, kTuneMaxActivationStages},
+    {"activation.fast_math", &Tune::activation_fast_math, 0, 1},
+    {"activation.fast_math_quant", &Tune::activation_fast_math_quant, 0, 1},
     {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},
     {"norm.pipeline", &Tune::norm_pipeline, 0, kTuneMaxNormStages},
+    {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, kTuneMaxNormStages},
 };
 
 const Tune* g_override = nullptr;

@@ -20,26 +20,43 @@
 //                          keeping this many tiles' gate / up vectors in flight through cp.async
 //                          into shared memory while it computes and stores the current one
 //                          (default 0 = off: one block per row group and column block)
+//   activation.fast_math=0..1  silu_mul / gelu_tanh_mul, bf16 / f16 on the 16-byte path (one
+//                          step, no pipeline): 1 (default) = sigmoid from __expf and __fdividef
+//                          (~2^-17 relative error, far below a 16-bit ulp; src/ops/activation/
+//                          act_math.cuh); 0 = expf and an IEEE division. The H200: silu_mul 28%
+//                          and gelu_tanh_mul 30% faster at 1 (the kernels were issue-bound)
+//   activation.fast_math_quant=0..1  silu_mul_quant_fp8_group / silu_mul_quant_mx: 1 = the same
+//                          fast sigmoid in the fused kernels (default 0, not yet timed on a GPU)
 //   norm.prefetch_rows=0..65535  RMSNorm family, rows of at most 2 vectors per thread (the
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
 //                          find them in L2 (default 0 = none)
 //   norm.pipeline=0..2     RMSNorm family, CTA-per-row rows of whole 16-byte vectors (16-bit x,
-//                          16-bit residual or none): persistent CTAs (as many as fit on the GPU
-//                          at once) walk the rows, each keeping this many rows ahead in flight
-//                          through cp.async into shared memory while it reduces and writes the
-//                          current one (default 0 = off: one CTA per row, loaded into registers)
-//   rope.heads=1..2        rope family: heads whose q/k loads a thread issues together, half
-//                          the head lanes at 2 (default 1)
+//                          16-bit residual or none) written in x's dtype, at least two rows per
+//                          resident CTA: persistent CTAs (as many as fit on the GPU at once) walk
+//                          the rows, each keeping this many rows ahead in flight through cp.async
+//                          into shared memory while it reduces and writes the current one
+//                          (default 1; 0 = off: one CTA per row, loaded into registers). The
+//                          H200: rms_norm 23% faster at 1 (geomean over rows >= 16 MiB), 22% at
+//                          2; fused_add_rms_norm's bf16 rows 2.5% faster at 1, even at 2
+//   norm.pipeline_fp8=0..2 the same for the fp8 outputs (dynamic, static, 1x128 groups)
+//                          (default 0 = off: on the H200 the dynamic rows ran 8-15% slower at 1
+//                          and the group rows 2-4%)
+//   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
+//                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
+//                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
+//                          with rope.head_stage=1, 2 heads ran rope 15%, mrope 19% and
+//                          rope_kv_cache_write 23% faster; kv_cache_write 9% slower)
 //   rope.v_prefetch=0..1   rope_kv_cache_write and kv_cache_write: 1 = each thread prefetches its
 //                          first v vector into L2 at its start; 0 (default) = v is first read at
 //                          the copy
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
-//   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 = each thread copies its
-//                          first step's q/k head vectors into shared memory (cp.async) before
-//                          loading the position, and rotates them from there; 0 (default) =
-//                          they are loaded after the position and cos/sin
+//   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 (default) = each thread copies
+//                          its first step's q/k head vectors into shared memory (cp.async)
+//                          before loading the position, and rotates them from there; 0 = they
+//                          are loaded after the position and cos/sin (with 1 head in flight,
+//                          staging alone was 9-11% slower on the H200: it pays with 2)
 #pragma once
 #include <string>
 
@@ -58,15 +75,18 @@ struct Tune {
   int quant_max_steps = 4;
   int quant_max_grid = 0;
   int dequant_steps = 2;
-  int rope_heads = 1;
+  int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;
   int rope_head_prefetch = 0;
-  int rope_head_stage = 0;
+  int rope_head_stage = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;
+  int activation_fast_math = 1;
+  int activation_fast_math_quant = 0;
   int norm_prefetch_rows = 0;
-  int norm_pipeline = 0;
+  int norm_pipeline = 1;
+  int norm_pipeline_fp8 = 0;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

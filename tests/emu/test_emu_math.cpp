@@ -284,4 +284,40 @@ TEST_F(EmuMath, KernelsSeeTheLaunchSeedAndEqualInputsAgree) {
   }
 }
 
+// __expf's model: within 2 + floor(|1.173 x|) ulps of the correctly rounded e^x, subnormal
+// results flushed to +0, special values exact; __fdividef's: within 2 ulps of the correctly
+// rounded quotient for |y| in [2^-126, 2^126], 0 above, equal operands giving equal results.
+TEST_F(EmuMath, FastIntrinsicsWithinTheirBounds) {
+  TEJAS_SEEDED_TEST_RNG();
+  emu::set_math_mode(emu::MathMode::gpu);
+  int moved = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float x = static_cast<float>(rng.uniform(-100.0, 80.0));
+    const float want = emu::correctly_rounded_expf(x), got = emu::gpu_fast_expf(x);
+    if (want < 1.17549435e-38f) {
+      EXPECT_EQ(bits(got), bits(0.0f)) << "x = " << x << ": a subnormal result flushes to +0";
+      continue;
+    }
+    const int64_t d = steps(got, want);
+    EXPECT_LE(d, emu::fast_expf_max_ulps(x)) << "x = " << x;
+    moved += d != 0;
+    const float a = static_cast<float>(rng.uniform(-1e3, 1e3)), y = static_cast<float>(rng.uniform(1.0, 2.0));
+    const float q = emu::gpu_fdividef(a, y);
+    EXPECT_LE(steps(q, a / y), emu::kFdividefMaxUlps) << a << " / " << y;
+    EXPECT_EQ(bits(q), bits(emu::gpu_fdividef(a, y))) << "equal operands, equal results";
+  }
+  EXPECT_GT(moved, 1000) << "gpu mode must probe the error";
+  EXPECT_EQ(emu::fast_expf_max_ulps(80.0f), 2 + 93);
+  EXPECT_TRUE(std::isnan(emu::gpu_fast_expf(kNaN)));
+  EXPECT_EQ(emu::gpu_fast_expf(kInf), kInf);
+  EXPECT_EQ(bits(emu::gpu_fast_expf(-kInf)), bits(0.0f));
+  EXPECT_EQ(emu::gpu_fast_expf(0.0f), 1.0f);
+  EXPECT_EQ(bits(emu::gpu_fdividef(1.0f, 1e38f)), bits(0.0f));   // 2^126 < |y|: 0
+  EXPECT_EQ(bits(emu::gpu_fdividef(1.0f, -1e38f)), bits(-0.0f));
+  EXPECT_EQ(emu::gpu_fdividef(3.0f, kInf), 0.0f);
+  emu::set_math_mode(emu::MathMode::exact);
+  EXPECT_EQ(bits(emu::gpu_fast_expf(1.5f)), bits(emu::correctly_rounded_expf(1.5f)));
+  EXPECT_EQ(bits(emu::gpu_fdividef(1.0f, 3.0f)), bits(1.0f / 3.0f));
+}
+
 }  // namespace

@@ -42,21 +42,33 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.activation_pipeline, 2);
   EXPECT_FALSE(parse_tune("activation.pipeline=3", &t, &why));
   EXPECT_NE(why.find("activation.pipeline: expected 0..2"), std::string::npos) << why;
+  EXPECT_EQ(t.activation_fast_math, 1);
+  EXPECT_TRUE(parse_tune("activation.fast_math=0", &t, &why)) << why;
+  EXPECT_EQ(t.activation_fast_math, 0);
+  EXPECT_FALSE(parse_tune("activation.fast_math=2", &t, &why));
+  EXPECT_NE(why.find("activation.fast_math: expected 0..1"), std::string::npos) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 0);
   EXPECT_TRUE(parse_tune("norm.prefetch_rows=512", &t, &why)) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 512);
   EXPECT_FALSE(parse_tune("norm.prefetch_rows=65536", &t, &why));
   EXPECT_NE(why.find("norm.prefetch_rows: expected 0..65535"), std::string::npos) << why;
-  EXPECT_EQ(t.rope_head_stage, 0);
-  EXPECT_TRUE(parse_tune("rope.head_stage=1", &t, &why)) << why;
   EXPECT_EQ(t.rope_head_stage, 1);
+  EXPECT_TRUE(parse_tune("rope.head_stage=0", &t, &why)) << why;
+  EXPECT_EQ(t.rope_head_stage, 0);
   EXPECT_FALSE(parse_tune("rope.head_stage=2", &t, &why));
   EXPECT_NE(why.find("rope.head_stage: expected 0..1"), std::string::npos) << why;
-  EXPECT_EQ(t.norm_pipeline, 0);
+  EXPECT_EQ(t.norm_pipeline, 1);
   EXPECT_TRUE(parse_tune("norm.pipeline=2", &t, &why)) << why;
   EXPECT_EQ(t.norm_pipeline, 2);
+  EXPECT_TRUE(parse_tune("norm.pipeline=0", &t, &why)) << why;
+  EXPECT_EQ(t.norm_pipeline, 0);
   EXPECT_FALSE(parse_tune("norm.pipeline=3", &t, &why));
   EXPECT_NE(why.find("norm.pipeline: expected 0..2"), std::string::npos) << why;
+  EXPECT_EQ(t.norm_pipeline_fp8, 0);
+  EXPECT_TRUE(parse_tune("norm.pipeline_fp8=1", &t, &why)) << why;
+  EXPECT_EQ(t.norm_pipeline_fp8, 1);
+  EXPECT_FALSE(parse_tune("norm.pipeline_fp8=3", &t, &why));
+  EXPECT_NE(why.find("norm.pipeline_fp8: expected 0..2"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {
@@ -84,18 +96,21 @@ TEST(Tune, BadEntriesNameTheKeyAndKeepEarlierOnes) {
   }
 }
 
-// rope.heads: 1 (the default) or 2, the kernels instantiated (src/ops/rope/kernels.cuh).
-TEST(Tune, RopeHeadsIsOneOrTwo) {
+// rope.heads: 0 (the default: per op, plan.cpp), 1 or 2, the kernels instantiated
+// (src/ops/rope/kernels.cuh).
+TEST(Tune, RopeHeadsIsPerOpOneOrTwo) {
   Tune t;
   std::string why;
-  EXPECT_EQ(t.rope_heads, 1);
+  EXPECT_EQ(t.rope_heads, 0);
   EXPECT_TRUE(parse_tune("rope.heads=2", &t, &why)) << why;
   EXPECT_EQ(t.rope_heads, 2);
   EXPECT_TRUE(parse_tune("rope.heads=1", &t, &why)) << why;
   EXPECT_EQ(t.rope_heads, 1);
-  for (const char* bad : {"rope.heads=0", "rope.heads=3"}) {
+  EXPECT_TRUE(parse_tune("rope.heads=0", &t, &why)) << why;
+  EXPECT_EQ(t.rope_heads, 0);
+  for (const char* bad : {"rope.heads=-1", "rope.heads=3"}) {
     EXPECT_FALSE(parse_tune(bad, &t, &why)) << bad;
-    EXPECT_NE(why.find("rope.heads: expected 1..2"), std::string::npos) << why;
+    EXPECT_NE(why.find("rope.heads: expected 0..2"), std::string::npos) << why;
   }
   EXPECT_FALSE(parse_tune("rope.early_loads=1", &t, &why));  // retired with its kernels
 }
@@ -127,7 +142,7 @@ TEST(Tune, ScopedOverrideRestoresThePrevious) {
       b.quant_max_chunks = 1;
       const tejas::detail::ScopedTuneOverride inner(b);
       EXPECT_EQ(tejas::detail::tune().quant_max_chunks, 1);
-      EXPECT_EQ(tejas::detail::tune().rope_heads, 1);
+      EXPECT_EQ(tejas::detail::tune().rope_heads, 0);  // b's: the default
     }
     EXPECT_EQ(tejas::detail::tune().rope_heads, 2);
   }

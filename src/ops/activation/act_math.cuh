@@ -39,6 +39,13 @@ inline constexpr float kExpMinusShift = 1.6038108905486379e-28f;  // e^-64, roun
 
 // g * sigmoid(a) * m, with the header's limits: g sigmoid(a) -> -0 when a = -Inf (t = 0 on the
 // negative side; then -0 * m), NaN for NaN. Above a = -80 the order is (g sigmoid(a)) m.
+// kFast (the activation.fast_math variant, 16-bit outputs only): above a = -80, t from __expf
+// (2 + floor(1.173 |a|) <= 95 ulp there) and 1 / (1 + t) from __fdividef (2 ulp, 1 + t in
+// [1, 2]), then plain products (subnormal results kept): the result errs by at most ~2^-17
+// relative, far below a bf16 (2^-8) or f16 (2^-11) ulp, for a few instructions (two MUFU ops)
+// instead of expf's range reduction and an IEEE division's Newton steps and slow-path check.
+// Below a = -80 both take the scaled accurate path.
+template <bool kFast = false>
 __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
   if (a < kScaledSigmoidBelow) {
     const float ts = dev::expf(a + kSigmoidShift);  // e^a e^64
@@ -48,34 +55,43 @@ __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
     if (fabsf(scaled) > num::F32::kMaxFinite && fabsf(m) <= num::F32::kMaxFinite) return p * kExpMinusShift * m;
     return scaled * kExpMinusShift;
   }
+  if constexpr (kFast) {
+    const float t = dev::fast_expf(-fabsf(a));      // >= e^-80: a normal f32, not flushed
+    const float s = dev::fdividef(1.0f, 1.0f + t);  // 1 / (1 + t) in [1/2, 1]
+    if (a >= 0.0f) return g * s * m;
+    return g * t * s * m;
+  }
   const float t = dev::expf(-fabsf(a));
   if (a >= 0.0f) return g / (1.0f + t) * m;
   return g * t / (1.0f + t) * m;
 }
 
 // silu(g) * up.
-__device__ __forceinline__ float silu_times(float g, float up) { return times_sigmoid(g, g, up); }
+template <bool kFast = false>
+__device__ __forceinline__ float silu_times(float g, float up) { return times_sigmoid<kFast>(g, g, up); }
 
 // gelu_tanh(g) * up: 0.5 g (1 + tanh(z)) = g sigmoid(2z). g^3 overflows to +-Inf for huge |g|,
 // which gives the limits (g, or -0) as well.
+template <bool kFast = false>
 __device__ __forceinline__ float gelu_tanh_times(float g, float up) {
   const float z = kSqrt2OverPi * (g + kGeluCubic * g * g * g);
-  return times_sigmoid(g, 2.0f * z, up);
+  return times_sigmoid<kFast>(g, 2.0f * z, up);
 }
 
 // The comparisons keep NaN (fminf / fmaxf would drop it).
+template <bool kFast = false>
 __device__ __forceinline__ float clamped_swiglu(float gate, float up, const ActOptions& o) {
   const float g = gate > o.limit ? o.limit : gate;
   const float u = up > o.limit ? o.limit : (up < -o.limit ? -o.limit : up);
-  return times_sigmoid(g, o.alpha * g, u + 1.0f);
+  return times_sigmoid<kFast>(g, o.alpha * g, u + 1.0f);
 }
 
-template <Act kAct>
+template <Act kAct, bool kFast = false>
 __device__ __forceinline__ float gated(float gate, float up, const ActOptions& o) {
   if constexpr (kAct == Act::gelu_tanh) {
-    return gelu_tanh_times(gate, up);
+    return gelu_tanh_times<kFast>(gate, up);
   } else {
-    return o.clamped ? clamped_swiglu(gate, up, o) : silu_times(gate, up);
+    return o.clamped ? clamped_swiglu<kFast>(gate, up, o) : silu_times<kFast>(gate, up);
   }
 }
 

@@ -37,10 +37,13 @@ int64_t column_blocks(int64_t chunks, int threads_per_row, int max_grid_y) {
 
 namespace {
 thread_local GatedConfig g_last_gated;
+thread_local QuantConfig g_last_quant;
 }  // namespace
 
 GatedConfig last_gated_config() { return g_last_gated; }
 void set_last_gated_config(const GatedConfig& c) { g_last_gated = c; }
+QuantConfig last_quant_config() { return g_last_quant; }
+void set_last_quant_config(const QuantConfig& c) { g_last_quant = c; }
 
 int64_t gated_pipe_smem_bytes(int stages) { return int64_t{stages} * 2 * kPipeTileChunks * kMaxVecBytes; }
 
@@ -49,6 +52,7 @@ GatedConfig with_gated_pipeline(const GatedProblem& p, GatedConfig c, int stages
   const int64_t tiles = ceil_div(p.T * (p.F / c.vec), kPipeTileChunks);
   if (tiles < 2 * resident_ctas) return c;
   c.pipeline_stages = stages;
+  c.fast_math = false;  // gated_pipe_kernel has the accurate math only
   c.pipe_blocks = resident_ctas;
   return c;
 }
@@ -74,6 +78,7 @@ GatedConfig make_gated_config(const GatedProblem& p) {
   c.grid_x = ceil_div(p.T, c.rows_per_block);
   c.steps = c.vec_bytes == kMaxVecBytes ? std::clamp(p.steps, 1, kMaxGatedSteps) : 1;
   c.grid_y = column_blocks(ceil_div(chunks, c.steps), c.threads_per_row, p.max_grid_y);
+  c.fast_math = p.fast_math && c.vec_bytes == kMaxVecBytes && p.elem_bytes == 2 && c.steps == 1;
   return c;
 }
 
@@ -87,6 +92,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
   c.rows_per_block = c.threads / c.threads_per_row;
   c.grid_x = ceil_div(p.T, c.rows_per_block);
   c.grid_y = column_blocks(chunks, c.threads_per_row, p.max_grid_y);
+  c.fast_math = p.fast_math;
   return c;
 }
 
@@ -100,6 +106,7 @@ std::string GatedConfig::to_string() const {
   os << "vec " << vec << " (" << vec_bytes << " B), threads " << threads << " (" << rows_per_block << " rows x "
      << threads_per_row << "), grid " << grid_x << " x " << grid_y;
   if (steps > 1) os << ", " << steps << " steps per lane";
+  if (fast_math) os << ", fast math";
   return os.str();
 }
 
@@ -108,6 +115,7 @@ std::string QuantConfig::to_string() const {
   os << (vectorized ? "16 B loads" : "element loads") << ", " << kQuantElems << " elems/lane, " << lanes_per_group
      << " lanes/group, threads " << threads << " (" << rows_per_block << " rows x " << threads_per_row << "), grid "
      << grid_x << " x " << grid_y;
+  if (fast_math) os << ", fast math";
   return os.str();
 }
 

@@ -57,6 +57,7 @@ struct GatedProblem {
   int out_align = kMaxVecBytes;
   int max_grid_y = 0;            // > 0: at most this many column blocks (TEJAS_TUNE activation.max_grid_y)
   int steps = 1;                 // 1..kMaxGatedSteps chunks per lane at once, 16-byte path only (TEJAS_TUNE activation.steps)
+  bool fast_math = false;        // TEJAS_TUNE activation.fast_math: __expf / __fdividef (act_math.cuh)
 };
 
 struct GatedConfig {
@@ -70,6 +71,7 @@ struct GatedConfig {
   int steps = 1;             // chunks per lane at once, loads first (> 1 only at 16 bytes)
   int pipeline_stages = 0;   // > 0: gated_pipe_kernel on a persistent grid of pipe_blocks (with_gated_pipeline)
   int64_t pipe_blocks = 0;
+  bool fast_math = false;    // the fast-math kernel: 16-bit elements, 16-byte path, one step, no pipeline
   std::string to_string() const;
 };
 
@@ -96,6 +98,7 @@ struct QuantProblem {
   int x_align = kMaxVecBytes;  // gate and up rows
   int q_align = kMaxVecBytes;
   int max_grid_y = 0;          // as GatedProblem's
+  bool fast_math = false;      // TEJAS_TUNE activation.fast_math_quant: __expf / __fdividef (act_math.cuh)
 };
 
 struct QuantConfig {
@@ -105,6 +108,7 @@ struct QuantConfig {
   int threads_per_row = 16;  // power of two, a multiple of lanes_per_group
   int rows_per_block = 16;
   int64_t grid_x = 1, grid_y = 1;
+  bool fast_math = false;    // silu_quant_kernel's fast sigmoid (the activation.fast_math_quant variant)
   std::string to_string() const;
 };
 

@@ -29,7 +29,7 @@ struct GatedParams {
 
 // out[c] = act(gate[c]) * up[c] for one access of each (as loaded). Takes its caller's site
 // (TEJAS_CALLER_PARAM, device/prelude.h): each call is its own store site under emulation.
-template <class S, int kVecBytes, Act kAct, class Vec>
+template <class S, int kVecBytes, Act kAct, class Vec, bool kFast = false>
 __device__ __forceinline__ void store_gated(const Vec& gv, const Vec& uv, typename S::Raw* out_row, int64_t c,
                                             const ActOptions& options TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
@@ -37,7 +37,7 @@ __device__ __forceinline__ void store_gated(const Vec& gv, const Vec& uv, typena
   Raw g[kVec], u[kVec], o[kVec];
   memcpy(g, &gv, sizeof(Vec));
   memcpy(u, &uv, sizeof(Vec));
-  for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct>(S::to_f32(g[i]), S::to_f32(u[i]), options));
+  for (int i = 0; i < kVec; ++i) o[i] = S::from_f32(gated<kAct, kFast>(S::to_f32(g[i]), S::to_f32(u[i]), options));
   Vec ov;
   memcpy(&ov, o, sizeof(Vec));
   ptx::st_global_cs(reinterpret_cast<Vec*>(out_row) + c, ov TEJAS_NESTED_SITE);
@@ -46,9 +46,11 @@ __device__ __forceinline__ void store_gated(const Vec& gv, const Vec& uv, typena
 // S: storage type (Bf16, F16, F32); kVecBytes: bytes per access (F is a multiple of the
 // elements per access, and every row start is aligned to it: config.h). kSteps: the most chunks
 // a lane takes at once (1, or kMaxGatedSteps for the activation.steps variant; registers are
-// sized for it whatever p.steps is, so the default kernel keeps kSteps 1).
-template <class S, int kVecBytes, Act kAct, int kSteps = 1>
+// sized for it whatever p.steps is, so the default kernel keeps kSteps 1). kFast: the
+// activation.fast_math variant's math (act_math.cuh; 16-bit storage, one step).
+template <class S, int kVecBytes, Act kAct, int kSteps = 1, bool kFast = false>
 __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(GatedParams p) {
+  static_assert(!kFast || (sizeof(typename S::Raw) == 2 && kSteps == 1), "fast math: 16-bit outputs, one step");
   using Raw = typename S::Raw;
   using Vec = typename num::AccessWord<kVecBytes>::type;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(Raw));
@@ -70,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
     for (int64_t c = static_cast<int64_t>(blockIdx.y) * p.threads_per_row + lane; c < chunks; c += stride) {
       const Vec gv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(gate_row) + c);
       const Vec uv = ptx::ld_global_nc(reinterpret_cast<const Vec*>(up_row) + c);
-      store_gated<S, kVecBytes, kAct>(gv, uv, out_row, c, p.options);
+      store_gated<S, kVecBytes, kAct, Vec, kFast>(gv, uv, out_row, c, p.options);
     }
   } else {  // the activation.steps variant
     for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * p.threads_per_row + lane; c0 < chunks;

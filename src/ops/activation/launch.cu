@@ -33,9 +33,10 @@ Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const Quan
   if (a.tensor_scale && detail::debug_checks_enabled(ctx))  // absent (fp8, mxfp4): nothing read
     TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *a.tensor_scale));
   const QuantConfig c = quant_config(a);
+  set_last_quant_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
-  quant_kernel_for(a.x->dtype, c.vectorized)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+  quant_kernel_for(a.x->dtype, c)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       quant_params(a, c));
   return detail::cuda_launch_status(op);
 }

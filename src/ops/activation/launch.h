@@ -19,6 +19,9 @@ Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const 
 // check which kernel a case reached (the activation.pipeline kernel or the default).
 GatedConfig last_gated_config();
 void set_last_gated_config(const GatedConfig& c);
+// The same for the fused quant kernels (silu_mul_quant_*).
+QuantConfig last_quant_config();
+void set_last_quant_config(const QuantConfig& c);
 
 // The emulator's stand-in for a GPU's resident blocks (activation.pipeline): small and odd.
 inline constexpr int64_t kEmuResidentBlocks = 3;

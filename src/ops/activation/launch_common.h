@@ -22,6 +22,7 @@ inline GatedProblem gated_problem(const TensorView& x, const TensorView& out) {
   p.out_align = detail::access_alignment(out, kMaxVecBytes);
   p.max_grid_y = detail::tune().activation_max_grid_y;
   p.steps = detail::tune().activation_steps;
+  p.fast_math = detail::tune().activation_fast_math != 0;
   return p;
 }
 
@@ -40,8 +41,12 @@ using GatedKernel = void (*)(GatedParams);
 static_assert(kMaxGatedSteps == detail::kTuneMaxActivationSteps, "activation.steps' bound is the kernel's");
 
 // steps > 1: the 16-byte kernel sized for kMaxGatedSteps (config.cpp allows it only there).
+// fast: the activation.fast_math kernel (16-bit S at 16 bytes, one step: config.cpp).
 template <class S, Act kAct>
-GatedKernel gated_kernel_by_width(int vec_bytes, int steps) {
+GatedKernel gated_kernel_by_width(int vec_bytes, int steps, bool fast) {
+  if constexpr (sizeof(typename S::Raw) == 2) {
+    if (fast && vec_bytes == kMaxVecBytes && steps == 1) return gated_kernel<S, kMaxVecBytes, kAct, 1, true>;
+  }
   if (vec_bytes == kMaxVecBytes && steps > 1) return gated_kernel<S, kMaxVecBytes, kAct, kMaxGatedSteps>;
   if (vec_bytes == kMaxVecBytes) return gated_kernel<S, kMaxVecBytes, kAct>;
   if (vec_bytes == 8) return gated_kernel<S, 8, kAct>;
@@ -49,10 +54,10 @@ GatedKernel gated_kernel_by_width(int vec_bytes, int steps) {
 }
 
 template <Act kAct>
-GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes, int steps) {
-  if (t == DType::bf16) return gated_kernel_by_width<Bf16, kAct>(vec_bytes, steps);
-  if (t == DType::f16) return gated_kernel_by_width<F16, kAct>(vec_bytes, steps);
-  return gated_kernel_by_width<F32, kAct>(vec_bytes, steps);
+GatedKernel gated_kernel_by_dtype(DType t, int vec_bytes, int steps, bool fast) {
+  if (t == DType::bf16) return gated_kernel_by_width<Bf16, kAct>(vec_bytes, steps, fast);
+  if (t == DType::f16) return gated_kernel_by_width<F16, kAct>(vec_bytes, steps, fast);
+  return gated_kernel_by_width<F32, kAct>(vec_bytes, steps, false);
 }
 
 // The activation.pipeline kernel (16-byte path) for the activation and dtype.
@@ -69,8 +74,8 @@ inline GatedKernel gated_pipe_kernel_for(Act act, DType t) {
 
 inline GatedKernel gated_kernel_for(Act act, DType t, const GatedConfig& c) {
   if (c.pipeline_stages > 0) return gated_pipe_kernel_for(act, t);
-  return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, c.vec_bytes, c.steps)
-                          : gated_kernel_by_dtype<Act::gelu_tanh>(t, c.vec_bytes, c.steps);
+  return act == Act::silu ? gated_kernel_by_dtype<Act::silu>(t, c.vec_bytes, c.steps, c.fast_math)
+                          : gated_kernel_by_dtype<Act::gelu_tanh>(t, c.vec_bytes, c.steps, c.fast_math);
 }
 
 // The launch shape of a config: the persistent grid and its slots' shared memory for the
@@ -94,6 +99,7 @@ inline QuantConfig quant_config(const QuantArgs& a) {
   p.x_align = x_halves_alignment(x, p.F);
   p.q_align = detail::access_alignment(q, kMaxVecBytes);
   p.max_grid_y = detail::tune().activation_max_grid_y;
+  p.fast_math = detail::tune().activation_fast_math_quant != 0;
   return make_quant_config(p);
 }
 
@@ -110,9 +116,14 @@ inline QuantParams quant_params(const QuantArgs& a, const QuantConfig& c) {
 
 using QuantKernel = void (*)(QuantParams);
 
-inline QuantKernel quant_kernel_for(DType x_dtype, bool vectorized) {
-  if (x_dtype == DType::bf16) return vectorized ? silu_quant_kernel<Bf16, true> : silu_quant_kernel<Bf16, false>;
-  return vectorized ? silu_quant_kernel<F16, true> : silu_quant_kernel<F16, false>;
+template <bool kFast>
+QuantKernel quant_kernel_for(DType x_dtype, bool vectorized) {
+  if (x_dtype == DType::bf16) return vectorized ? silu_quant_kernel<Bf16, true, kFast> : silu_quant_kernel<Bf16, false, kFast>;
+  return vectorized ? silu_quant_kernel<F16, true, kFast> : silu_quant_kernel<F16, false, kFast>;
+}
+
+inline QuantKernel quant_kernel_for(DType x_dtype, const QuantConfig& c) {
+  return c.fast_math ? quant_kernel_for<true>(x_dtype, c.vectorized) : quant_kernel_for<false>(x_dtype, c.vectorized);
 }
 
 }  // namespace TEJAS_BUILD_NS

@@ -22,6 +22,7 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
 Status launch_silu_quant_emu(const char* op, const ExecContext& ctx, const QuantArgs& a) {
   detail::begin_emulator_call();
   const QuantConfig c = quant_config(a);
+  set_last_quant_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const TensorView none;
   detail::EmuBuffers buffers({{a.x, emu::Access::read},
@@ -30,7 +31,7 @@ Status launch_silu_quant_emu(const char* op, const ExecContext& ctx, const Quant
                               {a.scales, emu::Access::write}});
   const emu::LaunchOptions lo = detail::emu_options(ctx, dim3(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y)),
                                                     dim3(static_cast<unsigned>(c.threads)), 0);
-  return detail::emu_status(op, emu::launch(lo, quant_kernel_for(a.x->dtype, c.vectorized), quant_params(a, c)));
+  return detail::emu_status(op, emu::launch(lo, quant_kernel_for(a.x->dtype, c), quant_params(a, c)));
 }
 
 }  // namespace tejas::act

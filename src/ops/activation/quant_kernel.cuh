@@ -153,8 +153,10 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
   store_codes<kBytes, kVec>(q, codes TEJAS_NESTED_SITE);
 }
 
-// S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h).
-template <class S, bool kVec>
+// S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h); kFast: the
+// activation.fast_math_quant variant's sigmoid (act_math.cuh: ~2^-17 relative error in y, below
+// the tie band the codes are judged with).
+template <class S, bool kVec, bool kFast = false>
 __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
   using Raw = typename S::Raw;
   const int lane = static_cast<int>(threadIdx.x) & (p.threads_per_row - 1);
@@ -181,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
       // first warps).
       if (p.kind == QuantKind::nvfp4) ts = ptx::ld_global_nc(p.tensor_scale);
       for (int i = 0; i < kQuantElems; ++i) {
-        const float v = gated<Act::silu>(g[i], u[i], p.options);
+        const float v = gated<Act::silu, kFast>(g[i], u[i], p.options);
         // Beyond x's range (Inf included) counts as x's largest finite value (quant rules).
         y[i] = fabsf(v) > S::kMaxFinite ? copysignf(S::kMaxFinite, v) : v;
         amax = max_nan(amax, fabsf(y[i]));

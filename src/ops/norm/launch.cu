@@ -8,7 +8,6 @@
 #include "ops/norm/reference.h"
 #include "runtime/device_copy.h"
 #include "runtime/validate.h"
-#include "runtime/tune.h"
 
 namespace tejas::norm {
 namespace {
@@ -29,7 +28,7 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
     TEJAS_RETURN_IF_ERROR(check_static_scale(op, ctx, a));
   NormLaunch l = plan_norm(a);
   int64_t resident = 0;
-  const int stages = detail::tune().norm_pipeline;
+  const int stages = pipeline_stages_for(l.problem.out_kind);
   if (stages > 0 && pipeline_eligible(l.problem, l.config)) {
     const NormKernel pipe = pick_pipe_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);
     if (pipe == nullptr) return Status::Internal(std::string(op) + ": no pipelined kernel instantiated for this config");

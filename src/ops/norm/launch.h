@@ -33,9 +33,17 @@ NormLaunch plan_norm(const NormArgs& a);
 // memory. Then prints the config when TEJAS_PRINT_CONFIG=1. resident_ctas = 0: no pipeline.
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l);
 
+// The norm.pipeline depth for an output kind: TEJAS_TUNE norm.pipeline for outputs in x's dtype,
+// norm.pipeline_fp8 for the fp8 ones (src/runtime/tune.h; 0 = the default kernels).
+int pipeline_stages_for(OutKind out);
+
 // The config this thread's last norm launch (either backend) ran with: tests check which kernel
 // a case reached (the pipelined one or the default).
 NormConfig last_config();
+// The resident CTAs of the pipelined kernel that launch's planner was given (cuda: 0 where the
+// variant was off or the config not eligible; the emulator: kEmuResidentCtas always). Known at any T, so a GPU test can size T >= 2 x this from a
+// two-row call instead of from the device's most CTAs per SM.
+int64_t last_resident_ctas();
 
 // The emulator's stand-in for a GPU's resident CTAs: small and odd, so that tests see CTAs with
 // unequal row counts.

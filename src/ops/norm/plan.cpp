@@ -81,12 +81,19 @@ NormLaunch plan_norm(const NormArgs& a) {
 
 namespace {
 thread_local NormConfig g_last_config;
+thread_local int64_t g_last_resident = 0;
 }  // namespace
 
 NormConfig last_config() { return g_last_config; }
+int64_t last_resident_ctas() { return g_last_resident; }
+
+int pipeline_stages_for(OutKind out) {
+  const detail::Tune& t = detail::tune();
+  return out == OutKind::same ? t.norm_pipeline : t.norm_pipeline_fp8;
+}
 
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
-  const int stages = detail::tune().norm_pipeline;
+  const int stages = pipeline_stages_for(l->problem.out_kind);
   l->config = with_pipeline(l->problem, l->config, stages, resident_ctas);
   if (l->config.pipeline_stages > 0) {
     l->params.pipeline_stages = l->config.pipeline_stages;
@@ -94,6 +101,7 @@ void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
   }
   maybe_print_config(op, l->problem, l->config);
   g_last_config = l->config;
+  g_last_resident = resident_ctas;
 }
 
 }  // namespace tejas::norm

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
@@ -122,6 +123,53 @@ inline void run_gated_cases_tuned(check::Rng& rng, const detail::Tune& t, Which 
   const detail::ScopedTuneOverride variant(t);
   for (DType dt : dts)
     for (const KCase& k : kKernelCases) run_gated_case(rng, which, dt, k, call, gate_sd);
+}
+
+// TEJAS_TUNE activation.fast_math=`fast` (1 is the default): every kKernelCases shape in bf16,
+// f16 and f32 on the emulator (and on the GPU when there is one), each against the reference
+// with the same tolerance (16-bit: one ulp); the config must take the fast kernel exactly where
+// it applies (fast = 1, 16-bit elements on the 16-byte path; f32 and the narrower paths keep the
+// accurate math). Returns how many emulator cases ran it.
+inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const GatedCall& call, double gate_sd,
+                          const SiluMulOptions& o = {}) {
+  detail::Tune t;
+  t.activation_fast_math = fast_math;
+  const detail::ScopedTuneOverride variant(t);
+  int fast = 0;
+  for (DType dt : {DType::bf16, DType::f16, DType::f32})
+    for (const KCase& k : kKernelCases) {
+      run_gated_case(rng, which, dt, k, call, gate_sd, o);
+      const act::GatedConfig c = act::last_gated_config();
+      EXPECT_EQ(c.fast_math, fast_math == 1 && dt != DType::f32 && c.vec_bytes == act::kMaxVecBytes)
+          << dtype_name(dt) << " T=" << k.T << " F=" << k.F << ": " << c.to_string();
+      fast += c.fast_math ? 1 : 0;
+      if (check::cuda_available()) run_gated_case_cuda(rng, dt, k, call, which, gate_sd, o);
+    }
+  return fast;
+}
+
+// activation.fast_math=1 (the default) on one 16-element row (the 16-byte path, so the fast
+// kernel runs in bf16 and f16): the header's non-finite cases, gates around the -80 switch to the accurate
+// scaled path, and tiny results; each element against the reference (16-bit: one ulp).
+inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluMulOptions& o = {}) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  constexpr int64_t F = 16;
+  const double gates[F] = {kNaN, 1.0, kInf, -kInf, -kInf, kInf, 1e30, -1e30, 0.0, -0.0, -20.0, -79.5, -80.5, -87.0, -9.9, -10.4};
+  const double ups[F] = {1.0, kNaN, 2.0, 2.0, kInf, 0.0, 1.0, 1.0, kInf, 3.0, 1.5, 1e30, 1e30, 1.5, 1.0, 1e20};
+  detail::Tune t;
+  t.activation_fast_math = 1;
+  const detail::ScopedTuneOverride variant(t);
+  for (DType dt : {DType::bf16, DType::f16}) {
+    check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
+    for (int64_t f = 0; f < F; ++f) {
+      x.set({0, f}, gates[f]);
+      x.set({0, F + f}, ups[f]);
+    }
+    ASSERT_TRUE(call(ctx_of(Backend::reference), x.view(), want.view()).ok());
+    ASSERT_TRUE(call(ctx_of(Backend::emulator), x.view(), out.view()).ok());
+    EXPECT_TRUE(act::last_gated_config().fast_math) << dtype_name(dt);
+    EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << dtype_name(dt);
+  }
 }
 
 }  // namespace tejas::acttest

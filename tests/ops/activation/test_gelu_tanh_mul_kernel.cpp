@@ -31,6 +31,17 @@ TEST(GeluTanhMulKernel, StepsVariantMatchesReference) {
   run_gated_cases_tuned(rng, t, Which::gelu, {DType::bf16, DType::f16}, kGelu, 3.0);
 }
 
+// activation.fast_math (__expf and __fdividef in the sigmoid; 1, the default) and the accurate
+// math it replaces on the 16-byte path (0).
+TEST(GeluTanhMulKernel, FastAndAccurateMathMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int fast_math : {1, 0}) {
+    SCOPED_TRACE(::testing::Message() << "activation.fast_math=" << fast_math);
+    EXPECT_EQ(run_math_cases(rng, fast_math, Which::gelu, kGelu, 3.0), fast_math ? 6 : 0);
+  }
+  fast_math_edge_cases(Which::gelu, kGelu);
+}
+
 // Gates where 1 + tanh(z) cancels and e^-2z overflows f32 (g < -10.1) while the result is still
 // a normal bf16 / f32 number.
 TEST(GeluTanhMulKernel, NegativeTailKeepsRelativeAccuracy) {

@@ -57,6 +57,24 @@ TEST(SiluMulKernel, StepsVariantMatchesReference) {
   }
 }
 
+// activation.fast_math (__expf and __fdividef in the sigmoid; 1, the default) and the accurate
+// math it replaces on the 16-byte path (0): plain and clamped silu.
+TEST(SiluMulKernel, FastAndAccurateMathMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const SiluMulOptions o = clamped(7.0, 1.702);
+  for (int fast_math : {1, 0}) {
+    SCOPED_TRACE(::testing::Message() << "activation.fast_math=" << fast_math);
+    EXPECT_EQ(run_math_cases(rng, fast_math, Which::silu, silu_call({}), 3.0), fast_math ? 6 : 0);
+    EXPECT_EQ(run_math_cases(rng, fast_math, Which::silu_clamped, silu_call(o), 2.0 * o.limit, o), fast_math ? 6 : 0);
+  }
+}
+
+TEST(SiluMulKernel, FastMathEdgeCases) {
+  fast_math_edge_cases(Which::silu, silu_call({}));
+  const SiluMulOptions o = clamped(7.0, 1.702);
+  fast_math_edge_cases(Which::silu_clamped, silu_call(o), o);
+}
+
 TEST(SiluMulKernel, ClampedMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   for (const SiluMulOptions& o : {clamped(7.0, 1.702), clamped(3.5, 1.0)})

@@ -138,6 +138,33 @@ TEST_P(SiluMulQuantKernel, Clamped) {
   for (const FCase& c : {kCases[1], kCases[5]}) run_case(rng, GetParam(), DType::bf16, c, o);
 }
 
+// One case on the GPU: the same tensors, expectations and guards as run_case.
+void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {}) {
+  SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << c.T << " F=" << c.F
+                                    << (opt.clamped ? " clamped" : ""));
+  Tensors m = make_tensors(rng, k, dt, c, opt);
+  const std::vector<long double> y = y_of(m.x, opt);
+  check::DeviceMirror dx, dts, dq, ds;
+  ASSERT_TRUE(dx.upload(m.xs).ok() && dts.upload(m.ts).ok() && dq.upload(m.qs).ok() && ds.upload(m.ss).ok());
+  TensorView gx = dx.view(), gq = dq.view();
+  gx.data = static_cast<char*>(gx.data) + dtype_bytes(dt, c.x_lead);
+  gx.shape[1] = 2 * c.F;
+  gq.data = static_cast<char*>(gq.data) + dtype_bytes(q_dtype(k), c.q_lead);
+  gq.shape[1] = c.F;
+  const Status s = call_fused(k, ctx_of(Backend::cuda), gx, gq, ds.view(), dts.view(), opt);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(check::device_synchronize().ok());
+  ASSERT_TRUE(dq.download(m.qs).ok() && ds.download(m.ss).ok());
+  expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
+  EXPECT_TRUE(outside_untouched(m.qs, c.q_lead, c.F));
+  EXPECT_TRUE(m.ss.padding_intact()) << "scales: wrote into row padding";
+  for (auto [mirror, name] : {std::pair{&dq, "q"}, {&ds, "scales"}}) {
+    bool intact = false;
+    ASSERT_TRUE(mirror->guards_intact(&intact).ok());
+    EXPECT_TRUE(intact) << name << ": device bytes outside the tensor were written";
+  }
+}
+
 TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
@@ -145,30 +172,33 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
   std::vector<FCase> cases(std::begin(kCases), std::end(kCases));
   for (const FCase& c : group_count_cases(k)) cases.push_back(c);
   for (DType dt : {DType::bf16, DType::f16})
-    for (const FCase& c : cases) {
-      SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << c.T << " F=" << c.F);
-      Tensors m = make_tensors(rng, k, dt, c, {});
-      const std::vector<long double> y = y_of(m.x, {});
-      check::DeviceMirror dx, dts, dq, ds;
-      ASSERT_TRUE(dx.upload(m.xs).ok() && dts.upload(m.ts).ok() && dq.upload(m.qs).ok() && ds.upload(m.ss).ok());
-      TensorView gx = dx.view(), gq = dq.view();
-      gx.data = static_cast<char*>(gx.data) + dtype_bytes(dt, c.x_lead);
-      gx.shape[1] = 2 * c.F;
-      gq.data = static_cast<char*>(gq.data) + dtype_bytes(q_dtype(k), c.q_lead);
-      gq.shape[1] = c.F;
-      const Status s = call_fused(k, ctx_of(Backend::cuda), gx, gq, ds.view(), dts.view(), {});
-      ASSERT_TRUE(s.ok()) << s.to_string();
-      ASSERT_TRUE(check::device_synchronize().ok());
-      ASSERT_TRUE(dq.download(m.qs).ok() && ds.download(m.ss).ok());
-      expect_fused(k, y, c.T, c.F, m.q, m.s, true, kTensorScale);
-      EXPECT_TRUE(outside_untouched(m.qs, c.q_lead, c.F));
-      EXPECT_TRUE(m.ss.padding_intact()) << "scales: wrote into row padding";
-      for (auto [mirror, name] : {std::pair{&dq, "q"}, {&ds, "scales"}}) {
-        bool intact = false;
-        ASSERT_TRUE(mirror->guards_intact(&intact).ok());
-        EXPECT_TRUE(intact) << name << ": device bytes outside the tensor were written";
-      }
+    for (const FCase& c : cases) run_case_cuda(rng, k, dt, c);
+}
+
+// TEJAS_TUNE activation.fast_math_quant=1 (the fused kernels' sigmoid from __expf and
+// __fdividef): every case, plain and clamped, on the emulator and the GPU when there is one,
+// under the same tie-aware checks (y's ~2^-17 relative error is inside their 2^-15 band); the
+// fast kernel must be the one that ran, and it is off by default.
+TEST_P(SiluMulQuantKernel, FastMathVariantMatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  const Kind k = GetParam();
+  EXPECT_FALSE(act::make_quant_config(act::QuantProblem{}).fast_math);
+  detail::Tune t;
+  t.activation_fast_math_quant = 1;
+  const detail::ScopedTuneOverride variant(t);
+  SiluMulOptions clamped;
+  clamped.clamped = true;
+  const bool gpu = check::cuda_available();
+  for (DType dt : {DType::bf16, DType::f16})
+    for (const FCase& c : kCases) {
+      run_case(rng, k, dt, c);
+      EXPECT_TRUE(act::last_quant_config().fast_math);
+      if (gpu) run_case_cuda(rng, k, dt, c);
     }
+  for (const FCase& c : {kCases[1], kCases[5]}) {
+    run_case(rng, k, DType::bf16, c, clamped);
+    if (gpu) run_case_cuda(rng, k, DType::bf16, c, clamped);
+  }
 }
 
 // Debug-check mode on cuda: kinds without a tensor_scale read none and run as usual; nvfp4's is

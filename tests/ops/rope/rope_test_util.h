@@ -41,10 +41,19 @@ inline ExecContext backend_ctx(Backend b) {
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
 
 // The tune of the rope.heads=2 variant (two heads' loads in flight per thread, half the head
-// lanes; the default is 1).
+// lanes; the per-op default of the rotating ops, with rope.head_stage=1).
 inline detail::Tune two_heads() {
   detail::Tune t;
   t.rope_heads = 2;
+  return t;
+}
+
+// rope.head_stage=0 with 1 or 2 heads in flight: the kernels load their heads after the position
+// and cos/sin (1 head: the default before the H200's timing, docs/kernels/rope.md).
+inline detail::Tune unstaged(int heads) {
+  detail::Tune t;
+  t.rope_heads = heads;
+  t.rope_head_stage = 0;
   return t;
 }
 

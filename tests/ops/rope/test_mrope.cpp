@@ -232,11 +232,13 @@ TEST(MropeKernel, CudaMatchesReference) {
   kernel_vs_reference(rng, Backend::cuda);
 }
 
-TEST(MropeKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2 (see test_rope_kernel.cpp)
+TEST(MropeKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads (see test_rope_kernel.cpp)
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride two(ropetest::two_heads());
-  kernel_vs_reference(rng, Backend::emulator);
-  if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
+    kernel_vs_reference(rng, Backend::emulator);
+    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
+  }
 }
 
 TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=1, one and two heads

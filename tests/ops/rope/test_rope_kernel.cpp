@@ -117,15 +117,17 @@ TEST(RopeKernel, CudaMatchesReference) {
   run_all(rng, Backend::cuda);
 }
 
-// The other side of the rope.heads A/B (two heads' loads in flight per thread): the GPU picks
-// the default by timing both, so both must be right. run_all's head counts include odd ones
-// (a last step with one head) and one head alone.
-TEST(RopeKernel, TwoHeadsVariantMatchesReference) {
+// The other side of the rope.heads / rope.head_stage A/B (the defaults: two heads in flight, the
+// first step staged): the GPU picks the default by timing both, so both must be right. One and
+// two heads, loaded after the position and cos/sin. run_all's head counts include odd ones (a
+// last step with one head) and one head alone.
+TEST(RopeKernel, UnstagedVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride two(ropetest::two_heads());
-  run_all(rng, Backend::emulator);
-  if (!check::cuda_available()) return;
-  run_all(rng, Backend::cuda);
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
 }
 
 // rope.head_prefetch=1 (first head rows into L2 before the position load) changes no result, with
@@ -167,21 +169,28 @@ struct PlanInputs {
   }
 };
 
-// rope.head_stage is planned only with the tune on and 16-byte accesses, with its slots' bytes.
+// rope.head_stage is planned only with the tune on (the default) and 16-byte accesses, with its
+// slots' bytes.
 TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
   PlanInputs in;
   HostTensor buf(DType::bf16, {2 * 4 * 64 + 8});
   rotary::RopeArgs args = in.args();
   {
-    const detail::ScopedTuneOverride defaults(detail::Tune{});
+    const detail::ScopedTuneOverride off(ropetest::unstaged(2));
     const rotary::RopeLaunch l = rotary::plan_launch(args);
     EXPECT_FALSE(l.params.head_stage);
     EXPECT_EQ(l.smem_bytes, 0u);
   }
-  const detail::ScopedTuneOverride stage(ropetest::head_stage(1));
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+    const rotary::RopeLaunch l = rotary::plan_launch(args);
+    EXPECT_TRUE(l.params.head_stage);
+    EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * heads * 2 * 16);  // neox: 2 accesses of 16 B
+  }
+  const detail::ScopedTuneOverride defaults(detail::Tune{});  // the defaults, whatever TEJAS_TUNE says
   rotary::RopeLaunch l = rotary::plan_launch(args);
   EXPECT_TRUE(l.params.head_stage);
-  EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 16);  // neox: 2 accesses of 16 B
+  EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 2 * 16);  // two heads in flight
   args.q = ropetest::view_at(buf, 2, {2, 4, 64});  // 4 bytes off alignment: the 4-byte path
   l = rotary::plan_launch(args);
   EXPECT_EQ(l.config.vec, 2);
@@ -189,12 +198,19 @@ TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
   EXPECT_EQ(l.smem_bytes, 0u);
 }
 
-// TEJAS_TUNE's rope.heads reaches the launch: the default 1, and 2 halves the head lanes.
+// TEJAS_TUNE's rope.heads reaches the launch: the default (0: per op) takes 2 where q is rotated,
+// halving the head lanes; 1 and 2 when set.
 TEST(RopeKernel, HeadsInFlightFollowTheTune) {
   PlanInputs in;
   const rotary::RopeArgs args = in.args();
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // the defaults, whatever TEJAS_TUNE says
+    const rotary::RopeConfig c = rotary::plan_launch(args).config;
+    EXPECT_EQ(c.heads_in_flight, 2);
+    EXPECT_EQ(c.head_lanes, 4);  // ceil(7 / 2)
+  }
+  {
+    const detail::ScopedTuneOverride one(ropetest::unstaged(1));
     const rotary::RopeConfig c = rotary::plan_launch(args).config;
     EXPECT_EQ(c.heads_in_flight, 1);
     EXPECT_EQ(c.head_lanes, 7);
@@ -202,7 +218,7 @@ TEST(RopeKernel, HeadsInFlightFollowTheTune) {
   const detail::ScopedTuneOverride two(ropetest::two_heads());
   const rotary::RopeConfig c = rotary::plan_launch(args).config;
   EXPECT_EQ(c.heads_in_flight, 2);
-  EXPECT_EQ(c.head_lanes, 4);  // ceil(7 / 2)
+  EXPECT_EQ(c.head_lanes, 4);
 }
 
 // Views starting 2 and 4 bytes into a buffer (bf16): the one-element and 4-byte paths.
@@ -238,36 +254,68 @@ TEST(RopeKernel, MisalignedViewsTakeNarrowerVectors) {
   }
 }
 
-// T = 1, 32 heads of D = rotary = 128 (bf16, f32 cache, distinct positions): each warp covers
-// four heads x eight 16-byte columns. Per warp, by the access pattern: two q/k loads of 16
-// sectors (4 heads x 128 contiguous bytes), cos and sin as two 16-byte halves each of 8 sectors
-// (eight 32-byte column slices), one broadcast position (1 sector); stores: two of 16 sectors.
-TEST(RopeKernel, EmulatorCountersAtTheIdeal) {
-  TEJAS_SEEDED_TEST_RNG();
-  constexpr int64_t T = 1, Hq = 28, Hk = 4, D = 128, kWarps = (Hq + Hk) / 4;
-  const HostTensor cache = make_cache(kMaxPos, D, DType::f32);
-  HostTensor pos(DType::i64, {T}), q(DType::bf16, {T, Hq, D}), k(DType::bf16, {T, Hk, D});  // 256-byte aligned
+// T = 1, 28 + 4 heads of D = rotary = 128 (bf16, 256-byte aligned; an f32 cache, an i64
+// position) under `tune`: the launch's counters, after what every config must keep - unique
+// bytes read = q/k + one cos/sin row + the position, written = q/k, 16 sectors per store
+// request, no excess store sectors, no bank conflicts, no findings.
+constexpr int64_t kCountT = 1, kCountHq = 28, kCountHk = 4, kCountD = 128;
+emu::Counters counters_under(check::Rng& rng, const detail::Tune& tune) {
+  const detail::ScopedTuneOverride override_tune(tune);
+  const HostTensor cache = make_cache(kMaxPos, kCountD, DType::f32);
+  HostTensor pos(DType::i64, {kCountT}), q(DType::bf16, {kCountT, kCountHq, kCountD}),
+      k(DType::bf16, {kCountT, kCountHk, kCountD});
   check::fill_randint(pos, rng, 0, kMaxPos - 1);
   check::fill_normal(q, rng);
   check::fill_normal(k, rng);
-  TEJAS_ASSERT_OK(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::neox));
+  EXPECT_TRUE(rope(backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::neox).ok());
   const auto& reports = detail::last_emulator_reports();
-  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports.size(), 1u);
+  if (reports.empty()) return {};
   const emu::Counters& c = reports[0].counters;
   EXPECT_TRUE(reports[0].ok()) << reports[0].summary();
-  const uint64_t qk_bytes = (Hq + Hk) * D * 2, cache_row = D * 4;
+  const uint64_t qk_bytes = (kCountHq + kCountHk) * kCountD * 2, cache_row = kCountD * 4;
   EXPECT_EQ(c.global_bytes_read_unique, qk_bytes + cache_row + 8);  // + one i64 position
   EXPECT_EQ(c.global_bytes_written_unique, qk_bytes);
-  EXPECT_EQ(c.global_store_requests, kWarps * 2);
   EXPECT_DOUBLE_EQ(c.sectors_per_store_request(), 16.0);
+  EXPECT_EQ(c.excess_store_sectors(), 0u);
+  EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+  return c;
+}
+
+// One head in flight, unstaged: each warp covers four heads x eight 16-byte columns. Per warp,
+// by the access pattern: two q/k loads of 16 sectors (4 heads x 128 contiguous bytes), cos and
+// sin as two 16-byte halves each of 8 sectors (eight 32-byte column slices), one broadcast
+// position (1 sector); stores: two of 16 sectors.
+TEST(RopeKernel, EmulatorCountersAtTheIdeal) {
+  TEJAS_SEEDED_TEST_RNG();
+  const emu::Counters c = counters_under(rng, ropetest::unstaged(1));
+  constexpr uint64_t kWarps = (kCountHq + kCountHk) / 4;
+  EXPECT_EQ(c.global_store_requests, kWarps * 2);
   EXPECT_EQ(c.global_load_requests, kWarps * (2 + 4 + 1));
   EXPECT_EQ(c.global_load_sectors, kWarps * (2 * 16 + 4 * 8 + 1));
   // Over the ideal: only the f32 cos/sin halves. Each of those 4 requests uses 16 bytes of each
   // of its 8 sectors (128 bytes: 4 sectors' worth); the other halves come in the next request
   // (an L1 hit, not HBM traffic). q/k and the position: none. A bf16 cache: none (next test).
   EXPECT_EQ(c.excess_load_sectors(), kWarps * 4 * 4);
-  EXPECT_EQ(c.excess_store_sectors(), 0u);
-  EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
+  EXPECT_EQ(c.cp_async_bytes, 0u);
+}
+
+// The defaults (two heads in flight, the first step staged through shared memory): every q/k
+// byte through cp.async once (each thread's first step holds all its heads and columns here).
+// Per warp (8 heads: 4 head lanes x 2 heads in flight): four cp.async requests of 16 sectors
+// (2 heads x 2 halves), cos and sin as above (4 requests of 8 sectors, half of each over the
+// ideal), one broadcast position.
+TEST(RopeKernel, EmulatorCountersStagedTwoHeads) {
+  TEJAS_SEEDED_TEST_RNG();
+  const emu::Counters c = counters_under(rng, detail::Tune{});
+  EXPECT_TRUE(rotary::last_launch().params.head_stage);
+  EXPECT_EQ(rotary::last_launch().config.heads_in_flight, 2);
+  constexpr uint64_t kWarps = (kCountHq + kCountHk) / 8;
+  EXPECT_EQ(c.cp_async_bytes, static_cast<uint64_t>((kCountHq + kCountHk) * kCountD * 2));
+  EXPECT_EQ(c.global_store_requests, kWarps * 4);
+  EXPECT_EQ(c.global_load_requests, kWarps * (4 + 4 + 1));
+  EXPECT_EQ(c.global_load_sectors, kWarps * (4 * 16 + 4 * 8 + 1));
+  EXPECT_EQ(c.excess_load_sectors(), kWarps * 4 * 4);
 }
 
 // Many tokens with a partial rotary: nothing outside the rotary dims is read or written (unique

@@ -153,11 +153,13 @@ TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_s
   }
 }
 
-TEST(RopeKvCacheWriteKernel, TwoHeadsVariantMatchesReference) {  // rope.heads=2
+TEST(RopeKvCacheWriteKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride two(ropetest::two_heads());
-  run_all(rng, Backend::emulator);
-  if (check::cuda_available()) run_all(rng, Backend::cuda);
+  for (int heads : {1, 2}) {
+    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
 }
 
 // Llama-3-8B-like heads, 4 tokens, one skipped: only the compulsory bytes move - q and k rotary
@@ -169,8 +171,8 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   v_prefetch.rope_v_prefetch = 1;
   head_prefetch.rope_head_prefetch = 1;
   two_prefetch.rope_head_prefetch = 1;
-  for (const detail::Tune& tune : {detail::Tune{}, ropetest::two_heads(), v_prefetch, head_prefetch, two_prefetch,
-                                   ropetest::head_stage(1), ropetest::head_stage(2)}) {
+  for (const detail::Tune& tune : {detail::Tune{}, ropetest::unstaged(1), ropetest::unstaged(2), v_prefetch,
+                                   head_prefetch, two_prefetch, ropetest::head_stage(1)}) {
     const detail::ScopedTuneOverride override_tune(tune);
     SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch="
                                       << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch
