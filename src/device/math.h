@@ -11,6 +11,7 @@
 //   fast_expf(x)      __expf: 2 + floor(|1.173 x|) ulp, subnormal results flushed to +0
 //                     (CUDA C++ Programming Guide, "Intrinsic Functions")
 //   fdividef(x, y)    __fdividef: 2 ulp for |y| in [2^-126, 2^126]; 0 for 2^126 < |y| < 2^128
+//                     (NaN for an infinite x there)
 // Special values as CUDA documents them: expf(+-0) = 1, expf(-Inf) = +0, expf(+Inf) = +Inf;
 // rsqrtf(+-0) = +-Inf, rsqrtf(+Inf) = +0, rsqrtf(x < 0) = NaN; NaN in, NaN out.
 #pragma once

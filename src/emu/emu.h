@@ -302,7 +302,7 @@ inline constexpr int kRsqrtfMaxUlps = 2;
 // The fast intrinsics (CUDA C++ Programming Guide, "Intrinsic Functions", single precision):
 // __expf(x) errs by at most 2 + floor(|1.173 x|) ulp (ex2.approx.ftz of x log2(e): the rounding of
 // that product grows with |x|), and its subnormal results are flushed to +0; __fdividef(x, y)
-// by 2 ulp for |y| in [2^-126, 2^126], and is 0 for 2^126 < |y| < 2^128.
+// by 2 ulp for |y| in [2^-126, 2^126], and is 0 for 2^126 < |y| < 2^128 (NaN if x is infinite).
 int fast_expf_max_ulps(float x);
 inline constexpr int kFdividefMaxUlps = 2;
 float gpu_fast_expf(float x);       // __expf, by math_mode()

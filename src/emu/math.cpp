@@ -122,21 +122,24 @@ float perturbed_rsqrtf(float x, uint64_t seed) {
   return move_ulps(r, ulp_offset(seed, kSaltRsqrtf, x, kRsqrtfMaxUlps));
 }
 
-int fast_expf_max_ulps(float x) { return 2 + static_cast<int>(std::floor(std::fabs(1.173 * static_cast<double>(x)))); }
+int fast_expf_max_ulps(float x) {
+  const double grow = std::floor(std::fabs(1.173 * static_cast<double>(x)));
+  return 2 + static_cast<int>(std::isfinite(grow) && grow < 1e6 ? grow : 1e6);  // beyond: Inf or 0 anyway
+}
 
 float gpu_fast_expf(float x) {
   float r = correctly_rounded_expf(x);
   if (std::isfinite(r) && r != 0.0f && x != 0.0f && math_mode() == MathMode::gpu) {
-    const int bound = fast_expf_max_ulps(x);
-    r = move_ulps(r, ulp_offset(current_seed(), kSaltFastExpf, x, bound > 1000000 ? 1000000 : bound));
+    r = move_ulps(r, ulp_offset(current_seed(), kSaltFastExpf, x, fast_expf_max_ulps(x)));
   }
   return r < kF32MinNormal ? 0.0f : r;  // ftz: a subnormal result is +0 (and e^x > 0: no sign)
 }
 
 float gpu_fdividef(float x, float y) {
   const float ay = std::fabs(y);
-  if (ay > 8.50705917e37f && std::isfinite(y) && std::isfinite(x)) {  // 2^126 < |y| < 2^128: 0
-    return std::signbit(x) != std::signbit(y) ? -0.0f : 0.0f;
+  if (ay > 8.50705917e37f && std::isfinite(y)) {  // 2^126 < |y| < 2^128: 0, NaN for an infinite x
+    if (std::isinf(x)) return std::numeric_limits<float>::quiet_NaN();
+    if (!std::isnan(x)) return std::signbit(x) != std::signbit(y) ? -0.0f : 0.0f;
   }
   const float r = x / y;
   if (!std::isfinite(r) || r == 0.0f || math_mode() == MathMode::exact || ay < kF32MinNormal) return r;

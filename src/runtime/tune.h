@@ -22,7 +22,7 @@
 //                          (default 0 = off: one block per row group and column block)
 //   activation.fast_math=0..1  silu_mul / gelu_tanh_mul, bf16 / f16 on the 16-byte path (one
 //                          step, no pipeline): 1 (default) = sigmoid from __expf and __fdividef
-//                          (~2^-17 relative error, far below a 16-bit ulp; src/ops/activation/
+//                          (<= ~1.2e-5 relative error, far below a 16-bit ulp; src/ops/activation/
 //                          act_math.cuh); 0 = expf and an IEEE division. The H200: silu_mul 28%
 //                          and gelu_tanh_mul 30% faster at 1 (the kernels were issue-bound)
 //   activation.fast_math_quant=0..1  silu_mul_quant_fp8_group / silu_mul_quant_mx: 1 = the same
@@ -38,10 +38,12 @@
 //                          into shared memory while it reduces and writes the current one
 //                          (default 1; 0 = off: one CTA per row, loaded into registers). The
 //                          H200: rms_norm 23% faster at 1 (geomean over rows >= 16 MiB), 22% at
-//                          2; fused_add_rms_norm's bf16 rows 2.5% faster at 1, even at 2
+//                          2; fused_add_rms_norm 2.5% faster at 1 over all its rows (its bf16
+//                          rows 0.86-1.03 of the time), even at 2
 //   norm.pipeline_fp8=0..2 the same for the fp8 outputs (dynamic, static, 1x128 groups)
-//                          (default 0 = off: on the H200 the dynamic rows ran 8-15% slower at 1
-//                          and the group rows 2-4%)
+//                          (default 0 = off: on the H200, at 1, the fused op's dynamic rows took
+//                          0.95-1.15 of the time, slower from T = 4096 at H <= 8192, and the
+//                          per-group op 1.019 over its rows (1.042 at 2))
 //   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:

@@ -270,7 +270,7 @@ TEST(SectorsAtIdeal, QuantOtherDtypes) {
 }
 
 // Llama-3.1-8B attention (Hq 32, Hk 8, D 128), bf16, bf16 cos/sin cache, page size 16; with
-// `heads` heads in flight per thread (TEJAS_TUNE rope.heads: the default 1, the A/B's 2).
+// `heads` heads in flight per thread (TEJAS_TUNE rope.heads: 1 for kv_cache_write, 2 for the ops that rotate, by default).
 void rope_sectors_at_ideal(check::Rng& rng, int heads) {
   detail::Tune tune;
   tune.rope_heads = heads;

@@ -47,6 +47,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.activation_fast_math, 0);
   EXPECT_FALSE(parse_tune("activation.fast_math=2", &t, &why));
   EXPECT_NE(why.find("activation.fast_math: expected 0..1"), std::string::npos) << why;
+  EXPECT_EQ(t.activation_fast_math_quant, 0);
+  EXPECT_TRUE(parse_tune("activation.fast_math_quant=1", &t, &why)) << why;
+  EXPECT_EQ(t.activation_fast_math_quant, 1);
+  EXPECT_FALSE(parse_tune("activation.fast_math_quant=2", &t, &why));
+  EXPECT_NE(why.find("activation.fast_math_quant: expected 0..1"), std::string::npos) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 0);
   EXPECT_TRUE(parse_tune("norm.prefetch_rows=512", &t, &why)) << why;
   EXPECT_EQ(t.norm_prefetch_rows, 512);

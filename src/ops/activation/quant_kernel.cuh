@@ -154,8 +154,8 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
 }
 
 // S: Bf16 or F16; kVec: 16-byte x loads and whole-lane q stores (config.h); kFast: the
-// activation.fast_math_quant variant's sigmoid (act_math.cuh: ~2^-17 relative error in y, below
-// the tie band the codes are judged with).
+// activation.fast_math_quant variant's sigmoid (act_math.cuh: <= ~1.2e-5 relative error in y,
+// below the tie band the codes are judged with).
 template <class S, bool kVec, bool kFast = false>
 __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
   using Raw = typename S::Raw;

@@ -147,7 +147,7 @@ __device__ __forceinline__ void store_out(const NormParams& p, int64_t row, int6
   // row's scale) divides. NOTES: an IEEE division per element, as before, is ~10 instructions
   // with a slow-path call.
   float q[N];
-  const float inv = 1.0f / scale;
+  const float inv = num::keep_order(1.0f / scale);  // host compilers: exact_round.h
   if (num::is_positive_normal(inv)) {
 #pragma unroll
     for (int e = 0; e < N; ++e) q[e] = f[e] * inv;

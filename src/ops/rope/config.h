@@ -38,7 +38,7 @@ struct RopeProblem {
   // (detail::access_alignment). Unused ones (k absent, no cache) may stay at 16.
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
-  int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (src/runtime/tune.h)
+  int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (per op by default: plan.cpp)
 };
 
 struct RopeConfig {

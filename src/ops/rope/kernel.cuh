@@ -394,13 +394,13 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   const int lane = local / p.col_threads;
   Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
-  // TEJAS_TUNE rope.head_prefetch=1 (off by default until the GPU A/B times it): the first
+  // TEJAS_TUNE rope.head_prefetch=1 (off: within noise on the H200): the first
   // step's head rows into L2 before the position load, when the thread's first column rotates.
   if (p.head_prefetch && local % p.col_threads < p.rot_cols) {
     if (p.neox) impl::prefetch_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
     else impl::prefetch_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
   }
-  // TEJAS_TUNE rope.head_stage=1 (off by default until the GPU A/B times it; 16-byte q/k
+  // TEJAS_TUNE rope.head_stage=1 (the default since the H200 timed it; 16-byte q/k
   // accesses): the first step's head vectors copied into shared memory (cp.async) before the
   // position load, and rotated from there (rotate_column's `staged`).
   if constexpr (kStage) {
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // loading that vector into registers beside the head loads instead (after the position's wait,
   // the slot known) held it through the head loop: sm_90a VEC 8 80 -> 98 registers (Llama-8B's
   // 320-thread blocks: 1 per SM instead of 2); an L2 prefetch there still cost 6-8 registers.
-  // TEJAS_TUNE rope.v_prefetch=1 turns it on (off by default until the GPU A/B times it).
+  // TEJAS_TUNE rope.v_prefetch=1 turns it on (off: within noise on the H200).
   if (p.v_prefetch && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC)) {
     const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
     ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + (local / cols) * p.v_head +

@@ -1,6 +1,6 @@
 // The curated instantiations of rope_kernel, shared by both launchers: q's storage dtype x the
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
-// per thread, 1 or 2 (TEJAS_TUNE rope.heads, for the GPU A/B): sixteen kernels; and the
+// per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; and the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more.
 #pragma once
 #include "ops/rope/kernel.cuh"

@@ -148,14 +148,19 @@ inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const Gat
   return fast;
 }
 
-// activation.fast_math=1 (the default) on one 16-element row (the 16-byte path, so the fast
-// kernel runs in bf16 and f16): the header's non-finite cases, gates around the -80 switch to the accurate
-// scaled path, and tiny results; each element against the reference (16-bit: one ulp).
+// activation.fast_math=1 (the default) on one 24-element row (the 16-byte path, so the fast
+// kernel runs in bf16 and f16): the header's non-finite cases, sigmoid arguments on both sides
+// of the -80 switch to the accurate scaled path (silu g = -79.5 / -80.5; clamped silu,
+// alpha 1.702, g = -46.9 / -47.1; gelu_tanh, 2z = -80 at g ~ -9.65: -9.6 / -9.7), tiny results;
+// each element against the reference (16-bit: one ulp), on the emulator and on the GPU when
+// there is one (the real __expf / __fdividef).
 inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluMulOptions& o = {}) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
-  constexpr int64_t F = 16;
-  const double gates[F] = {kNaN, 1.0, kInf, -kInf, -kInf, kInf, 1e30, -1e30, 0.0, -0.0, -20.0, -79.5, -80.5, -87.0, -9.9, -10.4};
-  const double ups[F] = {1.0, kNaN, 2.0, 2.0, kInf, 0.0, 1.0, 1.0, kInf, 3.0, 1.5, 1e30, 1e30, 1.5, 1.0, 1e20};
+  constexpr int64_t F = 24;
+  const double gates[F] = {kNaN, 1.0,  kInf,  -kInf, -kInf, kInf,  1e30,  -1e30, 0.0,   -0.0,  -20.0, -79.5,
+                           -80.5, -87.0, -9.6, -9.7,  -9.9,  -10.4, -46.9, -47.1, -60.0, 0.5,   2.0,   -3.0};
+  const double ups[F] = {1.0, kNaN, 2.0, 2.0, kInf, 0.0, 1.0, 1.0, kInf, 3.0,  1.5, 1e30,
+                         1e30, 1.5, 1e20, 1e20, 1.0, 1e20, 1e20, 1e20, 1e25, -1.0, 0.25, 4.0};
   detail::Tune t;
   t.activation_fast_math = 1;
   const detail::ScopedTuneOverride variant(t);
@@ -169,6 +174,15 @@ inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluM
     ASSERT_TRUE(call(ctx_of(Backend::emulator), x.view(), out.view()).ok());
     EXPECT_TRUE(act::last_gated_config().fast_math) << dtype_name(dt);
     EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << dtype_name(dt);
+    if (!check::cuda_available()) continue;
+    check::HostTensor got(dt, {1, F});
+    check::DeviceMirror dx, dout;
+    ASSERT_TRUE(dx.upload(x).ok() && dout.upload(got).ok());
+    ASSERT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok());
+    ASSERT_TRUE(check::device_synchronize().ok());
+    ASSERT_TRUE(dout.download(got).ok());
+    EXPECT_TRUE(act::last_gated_config().fast_math) << "cuda " << dtype_name(dt);
+    EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << dtype_name(dt);
   }
 }
 

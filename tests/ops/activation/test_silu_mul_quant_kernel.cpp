@@ -182,7 +182,11 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
 TEST_P(SiluMulQuantKernel, FastMathVariantMatchesExpectation) {
   TEJAS_SEEDED_TEST_RNG();
   const Kind k = GetParam();
-  EXPECT_FALSE(act::make_quant_config(act::QuantProblem{}).fast_math);
+  {
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // off by default, whatever TEJAS_TUNE says
+    run_case(rng, k, DType::bf16, kCases[0]);
+    EXPECT_FALSE(act::last_quant_config().fast_math);
+  }
   detail::Tune t;
   t.activation_fast_math_quant = 1;
   const detail::ScopedTuneOverride variant(t);

@@ -221,6 +221,11 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
       {DType::f16, DType::f16, DType::f16, DType::ue8m0, 8, 4096, 8},
       {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 1152, 0, 0, true},
   };
+  {
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // off by default for this output
+    check_case(Backend::emulator, list[0], rng);
+    EXPECT_EQ(norm::last_config().pipeline_stages, 0);
+  }
   for (int stages : {1, 2}) {
     SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
     detail::Tune t;

@@ -127,6 +127,14 @@ TEST(NormPipelineKernel, DefaultsPipelineOutputsInXsDtypeOnly) {
   check_pipe_case(Backend::emulator, {plain, true}, 1, rng);
 }
 
+// norm.pipeline=0 (and norm.pipeline_fp8=0): the same cases, now long enough to pipeline, run the
+// default kernel (one CTA per row), which short T and decode keep using under the defaults.
+TEST(NormPipelineKernel, OffRunsTheDefaultKernel) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride off(pipeline_tune(0));
+  for (const PipeCase& k : pipeline_cases({DType::bf16})) check_pipe_case(Backend::emulator, k, 0, rng);
+}
+
 // The largest row: 1024 threads, 2 x 2 x 32 KiB of slots at 2 stages with a residual.
 TEST(NormPipelineKernel, LargestHidden) {
   TEJAS_SEEDED_TEST_RNG();

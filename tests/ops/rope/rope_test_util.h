@@ -57,11 +57,13 @@ inline detail::Tune unstaged(int heads) {
   return t;
 }
 
-// The tune of the rope.head_prefetch=1 variant with `heads` heads in flight.
+// The tune of the rope.head_prefetch=1 variant with `heads` heads in flight, unstaged (as it
+// was timed; staging, the default, copies the same head rows itself).
 inline detail::Tune head_prefetch(int heads) {
   detail::Tune t;
   t.rope_heads = heads;
   t.rope_head_prefetch = 1;
+  t.rope_head_stage = 0;
   return t;
 }
 

@@ -132,14 +132,19 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
 
 // rope.v_prefetch=1 and rope.head_prefetch=1 (the A/B's other sides) change no result: the
 // prefetches only move lines to L2.
+// Both prefetches, on the defaults (staged) and unstaged.
 TEST(RopeKvCacheWriteKernel, PrefetchVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  detail::Tune t;
-  t.rope_v_prefetch = 1;
-  t.rope_head_prefetch = 1;
-  const detail::ScopedTuneOverride prefetch(t);
-  run_all(rng, Backend::emulator);
-  if (check::cuda_available()) run_all(rng, Backend::cuda);
+  for (int stage : {1, 0}) {
+    SCOPED_TRACE(::testing::Message() << "rope.head_stage=" << stage);
+    detail::Tune t;
+    t.rope_v_prefetch = 1;
+    t.rope_head_prefetch = 1;
+    t.rope_head_stage = stage;
+    const detail::ScopedTuneOverride prefetch(t);
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
 }
 
 TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
