@@ -45,4 +45,25 @@ __device__ __forceinline__ float block_allreduce(float v, Op op, float identity,
   return w;
 }
 
+// Two block reductions in one pass (the same two barriers): a over op_a into scratch_a, b over
+// op_b into scratch_b (kMaxWarpsPerBlock floats each, apart). Every thread gets both results.
+template <class OpA, class OpB>
+__device__ __forceinline__ void block_allreduce2(float& a, OpA op_a, float identity_a, float* scratch_a, float& b,
+                                                 OpB op_b, float identity_b, float* scratch_b TEJAS_CALLER_PARAM) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int num_warps = blockDim.x / kWarpSize;
+  a = warp_allreduce(a, op_a);
+  b = warp_allreduce(b, op_b);
+  if (lane == 0) {
+    ptx::st_shared(scratch_a + warp, a TEJAS_NESTED_SITE);
+    ptx::st_shared(scratch_b + warp, b TEJAS_NESTED_SITE);
+  }
+  __syncthreads(TEJAS_NESTED_SITE_ONLY);
+  a = lane < num_warps ? ptx::ld_shared(scratch_a + lane TEJAS_NESTED_SITE) : identity_a;
+  b = lane < num_warps ? ptx::ld_shared(scratch_b + lane TEJAS_NESTED_SITE) : identity_b;
+  a = warp_allreduce(a, op_a);
+  b = warp_allreduce(b, op_b);
+  __syncthreads(TEJAS_NESTED_SITE_ONLY);  // every warp has read both scratches
+}
+
 }  // namespace tejas::dev

@@ -44,6 +44,7 @@ constexpr Knob kKnobs[] = {
     {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 65535},
     {"norm.pipeline", &Tune::norm_pipeline, 0, kTuneMaxNormStages},
     {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, kTuneMaxNormStages},
+    {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1},
 };
 
 const Tune* g_override = nullptr;

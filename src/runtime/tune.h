@@ -44,6 +44,10 @@
 //                          (default 0 = off: on the H200, at 1, the fused op's dynamic rows took
 //                          0.95-1.15 of the time, slower from T = 4096 at H <= 8192, and the
 //                          per-group op 1.019 over its rows (1.042 at 2))
+//   norm.fp8_one_reduction=0..1  RMSNorm family, fp8 outputs with a dynamic per-token scale on the
+//                          default kernel's 16-byte rows (16-bit x, H % 8 == 0): 1 = the row's
+//                          amax as inv_rms x max|v w|, reduced with the sum of squares in one
+//                          block reduction (default 0 = a second reduction of max|y|)
 //   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
@@ -89,6 +93,7 @@ struct Tune {
   int norm_prefetch_rows = 0;
   int norm_pipeline = 1;
   int norm_pipeline_fp8 = 0;
+  int norm_fp8_one_reduction = 0;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

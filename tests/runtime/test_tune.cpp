@@ -74,6 +74,11 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_EQ(t.norm_pipeline_fp8, 1);
   EXPECT_FALSE(parse_tune("norm.pipeline_fp8=3", &t, &why));
   EXPECT_NE(why.find("norm.pipeline_fp8: expected 0..2"), std::string::npos) << why;
+  EXPECT_EQ(t.norm_fp8_one_reduction, 0);
+  EXPECT_TRUE(parse_tune("norm.fp8_one_reduction=1", &t, &why)) << why;
+  EXPECT_EQ(t.norm_fp8_one_reduction, 1);
+  EXPECT_FALSE(parse_tune("norm.fp8_one_reduction=2", &t, &why));
+  EXPECT_NE(why.find("norm.fp8_one_reduction: expected 0..1"), std::string::npos) << why;
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

@@ -49,6 +49,7 @@ struct NormConfig {
   int rows_per_block = 1;
   int64_t grid = 1;                // gridDim.x
   int pipeline_stages = 0;         // > 0: norm_pipe_kernel, persistent CTAs (see with_pipeline)
+  bool fp8_one_reduction = false;  // the norm.fp8_one_reduction kernel (see with_fp8_one_reduction)
 };
 
 constexpr int dtype_size(DType t) { return dtype_bits(t) / 8; }
@@ -120,6 +121,20 @@ constexpr bool pipeline_eligible(const NormProblem& p, const NormConfig& c) {
   const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
   const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
   return c.supported && !c.warp_per_row && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok;
+}
+
+// The norm.fp8_one_reduction variant (TEJAS_TUNE): fp8 outputs with a dynamic per-token scale
+// take the row's amax as inv_rms x max|v w| (v: x plus the residual, w: the weight), reduced with
+// the sum of squares in one block reduction, instead of reducing max|y| in a second one. For the
+// default kernel's configs of 16-bit x with whole 16-byte rows (the weight is 16-bit there).
+constexpr bool fp8_one_reduction_eligible(const NormProblem& p, const NormConfig& c) {
+  const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
+  return c.supported && p.out_kind == OutKind::fp8_dynamic && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 &&
+         c.pipeline_stages == 0;
+}
+constexpr NormConfig with_fp8_one_reduction(const NormProblem& p, NormConfig c, bool on) {
+  c.fp8_one_reduction = on && fp8_one_reduction_eligible(p, c);
+  return c;
 }
 
 // Dynamic shared memory of norm_pipe_kernel: NormSmem, then [stage][tensor][item][thread] 16-byte

@@ -2,6 +2,7 @@
 // launch.cu (nvcc) and launch_emu.cpp (emulator): each compiles the same list.
 //   x bf16 / f16: vec 8, 4, 2, 1;  x f32: vec 4, 2, 1;  E 8 and 16.  (22 kernels)
 //   norm_pipe_kernel (the norm.pipeline variant): x bf16 / f16, vec 8, E 8 and 16.  (4 kernels)
+//   norm_kernel<.., true> (the norm.fp8_one_reduction variant): the same four.  (4 kernels)
 // vec < the widest only serves misaligned views (or an f32 weight / residual beside 16-bit x).
 #pragma once
 #include "ops/norm/kernel.cuh"
@@ -49,9 +50,22 @@ inline NormKernel pick_pipe_kernel(DType x, int vec, int e) {
   }
 }
 
+// The norm.fp8_one_reduction kernel (config.h's fp8_one_reduction_eligible); nullptr otherwise.
+inline NormKernel pick_one_reduction_kernel(DType x, int vec, int e) {
+  if (vec != kMaxVec) return nullptr;
+  const bool large = e == kLargeE;
+  switch (x) {
+    case DType::bf16: return large ? &norm_kernel<DType::bf16, kMaxVec, kLargeE, true> : &norm_kernel<DType::bf16, kMaxVec, kSmallE, true>;
+    case DType::f16: return large ? &norm_kernel<DType::f16, kMaxVec, kLargeE, true> : &norm_kernel<DType::f16, kMaxVec, kSmallE, true>;
+    default: return nullptr;
+  }
+}
+
 // The kernel a config runs.
 inline NormKernel kernel_for(DType x, const NormConfig& c) {
-  return c.pipeline_stages > 0 ? pick_pipe_kernel(x, c.vec, c.elems_per_thread) : pick_kernel(x, c.vec, c.elems_per_thread);
+  if (c.pipeline_stages > 0) return pick_pipe_kernel(x, c.vec, c.elems_per_thread);
+  if (c.fp8_one_reduction) return pick_one_reduction_kernel(x, c.vec, c.elems_per_thread);
+  return pick_kernel(x, c.vec, c.elems_per_thread);
 }
 
 }  // inline namespace TEJAS_BUILD_NS

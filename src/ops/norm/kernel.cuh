@@ -52,6 +52,17 @@ __device__ __forceinline__ float row_allreduce(const NormParams& p, float v, Op 
                         : dev::block_allreduce(v, op, identity, smem->reduce TEJAS_NESTED_SITE);
 }
 
+// row_allreduce for two values at once: ss summed and m maxed (NaN kept), the block's in one
+// pass (the second scratch is the group maxima's first row, unused by a dynamic-scale row).
+__device__ __forceinline__ void row_allreduce2(const NormParams& p, float& ss, float& m, NormSmem* smem TEJAS_CALLER_PARAM) {
+  if (p.warp_per_row) {
+    ss = dev::warp_allreduce(ss, dev::SumOp{});
+    m = dev::warp_allreduce(m, dev::MaxNanOp{});
+    return;
+  }
+  dev::block_allreduce2(ss, dev::SumOp{}, 0.0f, smem->reduce, m, dev::MaxNanOp{}, 0.0f, smem->group_amax[0] TEJAS_NESTED_SITE);
+}
+
 // fp8 groups take y clamped to +-FLT_MAX (an Inf saturates, as in quant_fp8_group); NaN stays.
 __device__ __forceinline__ float clamp_f32_range(float y) { return y != y ? y : fminf(fmaxf(y, -kF32Max), kF32Max); }
 
@@ -203,7 +214,7 @@ __device__ __forceinline__ void each_item(const RowSlot& rs, int nvec, F&& f) {
 // Steps 2-4 of a row whose values (residual added and stored) are in v / vt: the sum of squares,
 // y = v * inv_rms * weight in place, and the write (out, and the fp8 scales).
 // kNarrowWeight: the weight is 16-bit (vec-8 configs), its registers half of RawAny's.
-template <DType XT, int V, int I, bool kWeightsFirst, bool kNarrowWeight = false>
+template <DType XT, int V, int I, bool kWeightsFirst, bool kNarrowWeight = false, bool kOneReduce = false>
 __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& rs, int nvec, float (&v)[I][V],
                                            float (&vt)[1], bool has_tail, int64_t tail_col, NormSmem* smem) {
   const auto each = [&](auto&& f) { each_item<I, V>(rs, nvec, f); };
@@ -213,6 +224,37 @@ __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& r
   for (int k = 0; k < I; ++k)
 #pragma unroll
     for (int e = 0; e < V; ++e) ss += v[k][e] * v[k][e];
+  if constexpr (kOneReduce) {
+    // The norm.fp8_one_reduction variant (config.h): fp8 dynamic output, 16-byte rows, no tail,
+    // a 16-bit weight. The weight comes first, and the row's amax as inv_rms x max|v w| travels
+    // in the sum of squares' block reduction, so the row pays one reduction (two barriers), not
+    // two. inv_rms x max|v w| is max|y| up to the order of the products (~2 f32 ulps). Where
+    // some |v w| overflows f32 (|y| itself may not: inv_rms is small then) the row reduces
+    // max|y| as the default kernel does (uniform: m is the row's).
+    static_assert(kNarrowWeight, "a vec-8 config's weight is 16-bit");
+    RawVec<DType::bf16, V> wr[I];
+    each([&](int k, int64_t col) { load_weight_raw<V>(p, col, wr[k]); });
+    float m = 0.0f;
+    each([&](int k, int64_t) {
+      float w[V];
+      decode_16bit(p.w_dtype, wr[k], w);
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = dev::MaxNanOp{}(m, fabsf(v[k][e] * w[e]));
+    });
+    row_allreduce2(p, ss, m, smem);
+    const float inv_rms = dev::rsqrtf(ss / static_cast<float>(p.H) + p.eps);
+    float amax = 0.0f;
+    each([&](int k, int64_t) {
+      apply_weight(p, wr[k], inv_rms, v[k]);
+#pragma unroll
+      for (int e = 0; e < V; ++e) amax = dev::MaxNanOp{}(amax, fabsf(v[k][e]));
+    });
+    const float row_amax = m > kF32Max ? row_allreduce(p, amax, dev::MaxNanOp{}, 0.0f, smem) : m * inv_rms;
+    const float s = fp8_scale(row_amax, p.min_scale);
+    if (rs.tid == 0) ptx::st_global(static_cast<float*>(p.scale) + rs.row, s);
+    each([&](int k, int64_t col) { store_out<XT, V>(p, rs.row, col, v[k], s); });
+    return;
+  }
   ss = row_allreduce(p, ss, dev::SumOp{}, 0.0f, smem);
   const float inv_rms = dev::rsqrtf(ss / static_cast<float>(p.H) + p.eps);
 
@@ -290,7 +332,8 @@ __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& r
   if (has_tail) store_out<XT, 1>(p, rs.row, tail_col, vt, s);
 }
 
-template <DType XT, int V, int E>
+// kOneReduce: the norm.fp8_one_reduction variant (finish_row; vec 8, fp8 dynamic output only).
+template <DType XT, int V, int E, bool kOneReduce = false>
 __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   static_assert(E % V == 0 && E / V <= kLargeE, "E floats per thread as E / V vectors");
   constexpr int I = E / V;
@@ -372,7 +415,8 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   }
 
   // 2-4. Sum of squares, weight, write.
-  finish_row<XT, V, I, kLoadsFirst && (E == kSmallE || I <= 2)>(p, rs, nvec, v, vt, has_tail, tail_col, smem);
+  finish_row<XT, V, I, kLoadsFirst && (E == kSmallE || I <= 2), kOneReduce, kOneReduce>(p, rs, nvec, v, vt, has_tail,
+                                                                                     tail_col, smem);
 }
 
 // The norm.pipeline variant (config.h's with_pipeline): persistent CTAs walk rows blockIdx.x,

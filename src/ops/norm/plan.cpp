@@ -30,6 +30,7 @@ std::string describe(const NormConfig& c) {
     return os.str();
   }
   os << (c.warp_per_row ? "warp per row, " : "CTA per row, ") << c.rows_per_block << " row(s)/CTA, grid " << c.grid;
+  if (c.fp8_one_reduction) os << ", amax in the sum-of-squares reduction";
   return os.str();
 }
 
@@ -95,6 +96,7 @@ int pipeline_stages_for(OutKind out) {
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
   const int stages = pipeline_stages_for(l->problem.out_kind);
   l->config = with_pipeline(l->problem, l->config, stages, resident_ctas);
+  l->config = with_fp8_one_reduction(l->problem, l->config, detail::tune().norm_fp8_one_reduction != 0);
   if (l->config.pipeline_stages > 0) {
     l->params.pipeline_stages = l->config.pipeline_stages;
     l->smem_bytes = static_cast<size_t>(pipeline_smem_bytes(l->config, l->problem.residual.present, stages));
