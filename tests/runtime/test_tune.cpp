@@ -1,6 +1,8 @@
 // TEJAS_TUNE parsing (src/runtime/tune.h).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "runtime/tune.h"
 
 using tejas::detail::parse_tune;
@@ -19,66 +21,44 @@ TEST(Tune, DefaultsAndOverrides) {
   EXPECT_TRUE(parse_tune("dequant.steps=1,quant.max_chunks=1", &t, &why)) << why;
   EXPECT_EQ(t.dequant_steps, 1);
   EXPECT_EQ(t.quant_max_chunks, 1);
-  EXPECT_EQ(t.quant_max_steps, 4);
-  EXPECT_TRUE(parse_tune("quant.max_steps=1", &t, &why)) << why;
-  EXPECT_EQ(t.quant_max_steps, 1);
-  EXPECT_FALSE(parse_tune("quant.max_steps=5", &t, &why));
-  EXPECT_NE(why.find("quant.max_steps: expected 1..4"), std::string::npos) << why;
-  EXPECT_EQ(t.quant_max_grid, 0);
-  EXPECT_TRUE(parse_tune("quant.max_grid=528", &t, &why)) << why;
-  EXPECT_EQ(t.quant_max_grid, 528);
-  EXPECT_FALSE(parse_tune("quant.max_grid=1000", &t, &why));
-  EXPECT_NE(why.find("quant.max_grid: expected 0..999"), std::string::npos) << why;
-  EXPECT_EQ(t.activation_max_grid_y, 0);
-  EXPECT_TRUE(parse_tune("activation.max_grid_y=1", &t, &why)) << why;
-  EXPECT_EQ(t.activation_max_grid_y, 1);
-  EXPECT_EQ(t.activation_steps, 1);
-  EXPECT_TRUE(parse_tune("activation.steps=4", &t, &why)) << why;
-  EXPECT_EQ(t.activation_steps, 4);
-  EXPECT_FALSE(parse_tune("activation.steps=5", &t, &why));
-  EXPECT_NE(why.find("activation.steps: expected 1..4"), std::string::npos) << why;
-  EXPECT_EQ(t.activation_pipeline, 0);
-  EXPECT_TRUE(parse_tune("activation.pipeline=2", &t, &why)) << why;
-  EXPECT_EQ(t.activation_pipeline, 2);
-  EXPECT_FALSE(parse_tune("activation.pipeline=3", &t, &why));
-  EXPECT_NE(why.find("activation.pipeline: expected 0..2"), std::string::npos) << why;
-  EXPECT_EQ(t.activation_fast_math, 1);
-  EXPECT_TRUE(parse_tune("activation.fast_math=0", &t, &why)) << why;
-  EXPECT_EQ(t.activation_fast_math, 0);
-  EXPECT_FALSE(parse_tune("activation.fast_math=2", &t, &why));
-  EXPECT_NE(why.find("activation.fast_math: expected 0..1"), std::string::npos) << why;
-  EXPECT_EQ(t.activation_fast_math_quant, 0);
-  EXPECT_TRUE(parse_tune("activation.fast_math_quant=1", &t, &why)) << why;
-  EXPECT_EQ(t.activation_fast_math_quant, 1);
-  EXPECT_FALSE(parse_tune("activation.fast_math_quant=2", &t, &why));
-  EXPECT_NE(why.find("activation.fast_math_quant: expected 0..1"), std::string::npos) << why;
-  EXPECT_EQ(t.norm_prefetch_rows, 0);
-  EXPECT_TRUE(parse_tune("norm.prefetch_rows=512", &t, &why)) << why;
-  EXPECT_EQ(t.norm_prefetch_rows, 512);
-  EXPECT_FALSE(parse_tune("norm.prefetch_rows=65536", &t, &why));
-  EXPECT_NE(why.find("norm.prefetch_rows: expected 0..65535"), std::string::npos) << why;
-  EXPECT_EQ(t.rope_head_stage, 1);
-  EXPECT_TRUE(parse_tune("rope.head_stage=0", &t, &why)) << why;
-  EXPECT_EQ(t.rope_head_stage, 0);
-  EXPECT_FALSE(parse_tune("rope.head_stage=2", &t, &why));
-  EXPECT_NE(why.find("rope.head_stage: expected 0..1"), std::string::npos) << why;
-  EXPECT_EQ(t.norm_pipeline, 1);
-  EXPECT_TRUE(parse_tune("norm.pipeline=2", &t, &why)) << why;
-  EXPECT_EQ(t.norm_pipeline, 2);
-  EXPECT_TRUE(parse_tune("norm.pipeline=0", &t, &why)) << why;
+  EXPECT_TRUE(parse_tune("norm.pipeline=0", &t, &why)) << why;  // 0 turns the default 1 off
   EXPECT_EQ(t.norm_pipeline, 0);
-  EXPECT_FALSE(parse_tune("norm.pipeline=3", &t, &why));
-  EXPECT_NE(why.find("norm.pipeline: expected 0..2"), std::string::npos) << why;
-  EXPECT_EQ(t.norm_pipeline_fp8, 0);
-  EXPECT_TRUE(parse_tune("norm.pipeline_fp8=1", &t, &why)) << why;
-  EXPECT_EQ(t.norm_pipeline_fp8, 1);
-  EXPECT_FALSE(parse_tune("norm.pipeline_fp8=3", &t, &why));
-  EXPECT_NE(why.find("norm.pipeline_fp8: expected 0..2"), std::string::npos) << why;
-  EXPECT_EQ(t.norm_fp8_one_reduction, 0);
-  EXPECT_TRUE(parse_tune("norm.fp8_one_reduction=1", &t, &why)) << why;
-  EXPECT_EQ(t.norm_fp8_one_reduction, 1);
-  EXPECT_FALSE(parse_tune("norm.fp8_one_reduction=2", &t, &why));
-  EXPECT_NE(why.find("norm.fp8_one_reduction: expected 0..1"), std::string::npos) << why;
+}
+
+// Each key: its default, a value it takes, and one past its range (the error names the key and
+// the range).
+struct KeyCase {
+  const char* key;
+  int Tune::*field;
+  int def, good, bad;
+  const char* range;
+};
+
+TEST(Tune, EachKeyDefaultRangeAndOverride) {
+  const KeyCase cases[] = {
+      {"quant.max_steps", &Tune::quant_max_steps, 4, 1, 5, "1..4"},
+      {"quant.max_grid", &Tune::quant_max_grid, 0, 528, 1000, "0..999"},
+      {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 1, 1000, "0..999"},
+      {"activation.steps", &Tune::activation_steps, 1, 4, 5, "1..4"},
+      {"activation.pipeline", &Tune::activation_pipeline, 0, 2, 3, "0..2"},
+      {"activation.fast_math", &Tune::activation_fast_math, 1, 0, 2, "0..1"},
+      {"activation.fast_math_quant", &Tune::activation_fast_math_quant, 0, 1, 2, "0..1"},
+      {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 512, 65536, "0..65535"},
+      {"norm.pipeline", &Tune::norm_pipeline, 1, 2, 3, "0..2"},
+      {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, 1, 3, "0..2"},
+      {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1, 2, "0..1"},
+      {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
+  };
+  for (const KeyCase& k : cases) {
+    SCOPED_TRACE(k.key);
+    Tune t;
+    std::string why;
+    EXPECT_EQ(t.*k.field, k.def);
+    EXPECT_TRUE(parse_tune(std::string(k.key) + "=" + std::to_string(k.good), &t, &why)) << why;
+    EXPECT_EQ(t.*k.field, k.good);
+    EXPECT_FALSE(parse_tune(std::string(k.key) + "=" + std::to_string(k.bad), &t, &why));
+    EXPECT_NE(why.find(std::string(k.key) + ": expected " + k.range), std::string::npos) << why;
+  }
 }
 
 TEST(Tune, SpacesAroundKeysAndValues) {

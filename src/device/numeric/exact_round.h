@@ -51,10 +51,12 @@ __host__ __device__ inline bool is_positive_normal(float v) { return v >= kF32Mi
 // for floats). Both the reciprocal and the product now pass through here. On the device,
 // identity: nvcc keeps the divisions and the test as written (rcp.rn.f32, checked in the PTX).
 __host__ __device__ __forceinline__ float keep_order(float x) {
-#if !TEJAS_DEVICE_PASS
-  asm volatile("" : "+m"(x));
-#endif
+#if TEJAS_DEVICE_PASS
   return x;
+#else
+  volatile float opaque = x;  // a volatile read: a value the compiler knows nothing about
+  return opaque;
+#endif
 }
 // Distance (in f32 ulps of t) within which t ~ x / D is checked against a midpoint: the
 // approximation errs by at most ~2 ulps (a rounded reciprocal, a rounded product of two scales,

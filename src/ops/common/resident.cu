@@ -44,11 +44,18 @@ int64_t resident_ctas(const void* kernel, int threads, size_t smem) {
     (void)cudaGetLastError();
     return 0;
   }
-  const std::lock_guard<std::mutex> lock(g_mutex);
   const auto key = std::make_tuple(device, kernel, threads, smem);
+  // This thread's last answer: the norm launcher asks on every eligible launch (the pipeline is
+  // a default) and launches repeat one config, so the common case takes no lock.
+  thread_local std::tuple<int, const void*, int, size_t> last_key{-1, nullptr, 0, 0};
+  thread_local int64_t last = 0;
+  if (key == last_key) return last;
+  const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_resident.find(key);
   if (it == g_resident.end()) it = g_resident.emplace(key, query(device, kernel, threads, smem)).first;
-  return it->second;
+  last_key = key;
+  last = it->second;
+  return last;
 }
 
 }  // namespace tejas::detail

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 #include "ops/common/emu_launch.h"
 #include "ops/rope/plan.h"
@@ -40,40 +41,34 @@ inline ExecContext backend_ctx(Backend b) {
 }
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
 
-// The tune of the rope.heads=2 variant (two heads' loads in flight per thread, half the head
-// lanes; the per-op default of the rotating ops, with rope.head_stage=1).
-inline detail::Tune two_heads() {
-  detail::Tune t;
-  t.rope_heads = 2;
-  return t;
-}
-
-// rope.head_stage=0 with 1 or 2 heads in flight: the kernels load their heads after the position
-// and cos/sin (1 head: the default before the H200's timing, docs/kernels/rope.md).
-inline detail::Tune unstaged(int heads) {
+// A rope-family tune: `heads` heads' loads in flight per thread (0: per op), the first step's
+// heads staged through shared memory (cp.async) or not, the head prefetch into L2 on or off;
+// every other key at its default.
+inline detail::Tune rope_tune(int heads, int stage, int head_prefetch = 0) {
   detail::Tune t;
   t.rope_heads = heads;
-  t.rope_head_stage = 0;
+  t.rope_head_stage = stage;
+  t.rope_head_prefetch = head_prefetch;
   return t;
 }
+// rope.heads=2 (half the head lanes; the per-op default of the rotating ops, staged).
+inline detail::Tune two_heads() { return rope_tune(2, 1); }
+// Unstaged, 1 or 2 heads: loaded after the position and cos/sin (1 head: the default before the
+// H200's timing, docs/kernels/rope.md).
+inline detail::Tune unstaged(int heads) { return rope_tune(heads, 0); }
+// rope.head_prefetch=1, unstaged (as it was timed; staging copies the same head rows itself).
+inline detail::Tune head_prefetch(int heads) { return rope_tune(heads, 0, 1); }
+// rope.head_stage=1 with 1 or 2 heads in flight.
+inline detail::Tune head_stage(int heads) { return rope_tune(heads, 1); }
 
-// The tune of the rope.head_prefetch=1 variant with `heads` heads in flight, unstaged (as it
-// was timed; staging, the default, copies the same head rows itself).
-inline detail::Tune head_prefetch(int heads) {
-  detail::Tune t;
-  t.rope_heads = heads;
-  t.rope_head_prefetch = 1;
-  t.rope_head_stage = 0;
-  return t;
-}
-
-// rope.head_stage=1 (the first step's heads copied into shared memory by cp.async) with 1 or 2
-// heads in flight.
-inline detail::Tune head_stage(int heads) {
-  detail::Tune t;
-  t.rope_heads = heads;
-  t.rope_head_stage = 1;
-  return t;
+// `run(backend)` under each tune in turn: on the emulator, then on the GPU when there is one.
+template <class Run>
+void run_tuned(std::initializer_list<detail::Tune> tunes, Run&& run) {
+  for (const detail::Tune& t : tunes) {
+    const detail::ScopedTuneOverride override_tune(t);
+    run(Backend::emulator);
+    if (check::cuda_available()) run(Backend::cuda);
+  }
 }
 
 // After an emulator call under rope.head_stage=1: when the plan staged (16-byte accesses), the

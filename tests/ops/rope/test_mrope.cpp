@@ -234,31 +234,23 @@ TEST(MropeKernel, CudaMatchesReference) {
 
 TEST(MropeKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads (see test_rope_kernel.cpp)
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
-    kernel_vs_reference(rng, Backend::emulator);
-    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
-  }
+  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { kernel_vs_reference(rng, b); });
 }
 
 TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride prefetch(ropetest::head_prefetch(heads));
-    kernel_vs_reference(rng, Backend::emulator);
-    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
-  }
+  ropetest::run_tuned({ropetest::head_prefetch(1), ropetest::head_prefetch(2)}, [&](Backend b) { kernel_vs_reference(rng, b); });
 }
 
 TEST(MropeKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
-    kernel_vs_reference(rng, Backend::emulator);
-    EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
-    if (check::cuda_available()) kernel_vs_reference(rng, Backend::cuda);
-  }
+    kernel_vs_reference(rng, b);
+    if (b == Backend::emulator) {
+      EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
+    }
+  });
 }
 
 // Qwen2-VL shape, one token: the three position rows each feed their own cache row.

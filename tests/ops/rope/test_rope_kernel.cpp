@@ -123,22 +123,14 @@ TEST(RopeKernel, CudaMatchesReference) {
 // last step with one head) and one head alone.
 TEST(RopeKernel, UnstagedVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
-    run_all(rng, Backend::emulator);
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
 }
 
 // rope.head_prefetch=1 (first head rows into L2 before the position load) changes no result, with
 // one and two heads in flight.
 TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride prefetch(ropetest::head_prefetch(heads));
-    run_all(rng, Backend::emulator);
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+  ropetest::run_tuned({ropetest::head_prefetch(1), ropetest::head_prefetch(2)}, [&](Backend b) { run_all(rng, b); });
 }
 
 // rope.head_stage=1 (the first step's heads through shared memory) changes no result: every
@@ -146,13 +138,13 @@ TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
 // cp.async once; the narrower paths plan no staging), one and two heads in flight.
 TEST(RopeKernel, HeadStageVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
-    run_all(rng, Backend::emulator);
-    EXPECT_GT(ropetest::staged_cases(), 20) << "the staging kernels must run";
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+    run_all(rng, b);
+    if (b == Backend::emulator) {
+      EXPECT_GT(ropetest::staged_cases(), 20) << "the staging kernels must run";
+    }
+  });
 }
 
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.

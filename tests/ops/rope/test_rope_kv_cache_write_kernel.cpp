@@ -135,36 +135,25 @@ TEST(RopeKvCacheWriteKernel, CudaMatchesReference) {
 // Both prefetches, on the defaults (staged) and unstaged.
 TEST(RopeKvCacheWriteKernel, PrefetchVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int stage : {1, 0}) {
-    SCOPED_TRACE(::testing::Message() << "rope.head_stage=" << stage);
-    detail::Tune t;
-    t.rope_v_prefetch = 1;
-    t.rope_head_prefetch = 1;
-    t.rope_head_stage = stage;
-    const detail::ScopedTuneOverride prefetch(t);
-    run_all(rng, Backend::emulator);
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+  detail::Tune staged = ropetest::rope_tune(0, 1, 1), unstaged = ropetest::rope_tune(0, 0, 1);
+  staged.rope_v_prefetch = unstaged.rope_v_prefetch = 1;
+  ropetest::run_tuned({staged, unstaged}, [&](Backend b) { run_all(rng, b); });
 }
 
 TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride stage(ropetest::head_stage(heads));
+  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
-    run_all(rng, Backend::emulator);
-    EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+    run_all(rng, b);
+    if (b == Backend::emulator) {
+      EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
+    }
+  });
 }
 
 TEST(RopeKvCacheWriteKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  for (int heads : {1, 2}) {
-    const detail::ScopedTuneOverride unstaged(ropetest::unstaged(heads));
-    run_all(rng, Backend::emulator);
-    if (check::cuda_available()) run_all(rng, Backend::cuda);
-  }
+  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
 }
 
 // Llama-3-8B-like heads, 4 tokens, one skipped: only the compulsory bytes move - q and k rotary
