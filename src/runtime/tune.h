@@ -8,6 +8,11 @@
 //                          most tiles of groups a warp loads at once (default 4; 1 = one)
 //   quant.max_grid=0..999  quant and dequant kernels (all paths): at most this many blocks, warps
 //                          loop over the rest (default 0 = no cap beyond 2^20)
+//   quant.packed_fp4=0..1  quant_mx / dequant_mx, MX e2m1 (mxfp4) with bf16 / f16 x or out on the
+//                          vectorized paths: 1 (default) = element pairs scaled and converted as
+//                          packed bf16 / f16 (src/device/numeric/packed_half.h; same codes and
+//                          outputs, bit for bit); 0 = element by element in f32, as before. Not
+//                          yet timed on a GPU
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -80,6 +85,7 @@ struct Tune {
   int quant_max_chunks = 4;
   int quant_max_steps = 4;
   int quant_max_grid = 0;
+  int quant_packed_fp4 = 1;
   int dequant_steps = 2;
   int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;

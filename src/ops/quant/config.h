@@ -46,6 +46,8 @@ struct QuantProblem {
   // quant.max_steps).
   int max_steps = kMaxChunks;
   int max_grid = 0;  // > 0: at most this many blocks (TEJAS_TUNE quant.max_grid); 0: kMaxGrid
+  bool mx_scales = false;  // the MX scale rule (powers of two from amax's exponent)
+  bool packed_fp4 = true;  // TEJAS_TUNE quant.packed_fp4: allow the packed-pair e2m1 path
 };
 
 struct QuantConfig {
@@ -57,6 +59,9 @@ struct QuantConfig {
   int elems_per_lane = 1;    // generic: 1 (e4m3) or 2 (e2m1: one code byte)
   int threads = kThreads;
   int64_t groups_per_warp = 1;  // per step: 32 / lanes_per_group (vectorized) or 1
+  // Vectorized, 16-bit x, e2m1 codes, MX scales: pairs scaled and rounded as packed bf16 / f16
+  // (src/device/numeric/packed_half.h) rather than element by element in f32.
+  bool packed = false;
   int64_t grid = 1;
   std::string to_string() const;
 };
@@ -73,12 +78,16 @@ struct DequantProblem {
   // Steps (vectors of out) one thread handles, loads first (TEJAS_TUNE dequant.steps).
   int steps = 2;
   int max_grid = 0;  // as QuantProblem's
+  bool mx_scales = false;  // ue8m0 scales (MX)
+  bool packed_fp4 = true;  // as QuantProblem's
 };
 
 struct DequantConfig {
   bool vectorized = false;
   int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
   int steps = 1;         // vectorized: steps per thread, all loads issued first (<= kMaxDequantSteps)
+  // Vectorized, e2m1 codes, MX scales, 16-bit out: pairs decoded and scaled as packed bf16 / f16.
+  bool packed = false;
   int threads = kThreads;
   int64_t grid = 1;
   std::string to_string() const;

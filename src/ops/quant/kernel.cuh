@@ -5,8 +5,10 @@
 #include "device/prelude.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "device/numeric/convert.h"
+#include "device/numeric/packed_half.h"
 #include "device/numeric/storage.h"
 #include "device/ptx/ld_st.h"
 #include "device/unroll.h"
@@ -49,6 +51,9 @@ inline constexpr float kFp8MinScale = static_cast<float>(kFp8MinAmax / kE4m3Max)
 inline constexpr float kFp8MinAmaxF = static_cast<float>(kFp8MinAmax);
 
 inline constexpr uint32_t kF32InfBits = 0x7F800000u;
+// Two bf16 / f16 canonical NaNs (what from_f32 gives for NaN in both formats): the packed dequant
+// path's output for a NaN scale.
+inline constexpr uint32_t kNaNPair16 = 0x7FFF7FFFu;
 __device__ __forceinline__ bool is_nan(float v) { return (__float_as_uint(v) & kF32AbsMask) > kF32InfBits; }
 __device__ __forceinline__ bool is_inf(float v) { return (__float_as_uint(v) & kF32AbsMask) == kF32InfBits; }
 
@@ -225,7 +230,40 @@ __device__ __forceinline__ uint32_t clamp_inf_word(uint32_t w) {
 // bytes in the bf16 / f16 nvfp4 kernels, so the fallback architecture keeps 3.
 inline constexpr int kQuantBlocksPerSm = TEJAS_ARCH == 0 || TEJAS_ARCH >= 900 ? 4 : 3;
 
-template <class X, CodeFormat F, ScaleRule R>
+// Version 5 (kPacked, 16-bit x to e2m1 with MX scales): each pair of elements is scaled and
+// rounded as a packed bf16 / f16 pair (num::half2_to_e2m1_lanes, src/device/numeric/
+// packed_half.h) instead of element by element in f32: the scale 2^-e is exact in x's format,
+// so x * 2^-e is the same value either way, and the codes are bit for bit the same.
+template <class X>
+struct PackedMxScale {
+  uint32_t m1 = 0, m2 = 0;  // 2^-e = m1 * m2, each a pair of x's format (m2 unused for bf16)
+};
+// From the scale's ue8m0 code (e + 127): bf16 holds 2^-e for every MX exponent of a bf16 group
+// (-125 <= -e <= 127); f16's 2^-e reaches 2^127 (an all-zero group) but f16 stops at 2^15, so
+// it is applied in two steps, the first exact (x * 2^15 <= 8 when -e > 15).
+template <class X>
+__device__ __forceinline__ PackedMxScale<X> packed_mx_scale(uint32_t code) {
+  constexpr uint32_t kTwo = 0x00010001u;
+  PackedMxScale<X> s;
+  const int ne = kUe8m0Bias - static_cast<int>(code);  // -e
+  if constexpr (std::is_same_v<X, Bf16>) {
+    s.m1 = (static_cast<uint32_t>(ne + 127) << 7) * kTwo;
+  } else {
+    const int e1 = ne < 15 ? ne : 15;
+    const int e2 = ne - e1 < 15 ? ne - e1 : 15;  // > 0 only for groups below 2^-13 (all-zero: 112)
+    s.m1 = (static_cast<uint32_t>(e1 + 15) << 10) * kTwo;
+    s.m2 = (static_cast<uint32_t>(e2 + 15) << 10) * kTwo;
+  }
+  return s;
+}
+template <class X>
+__device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxScale<X>& s) {
+  uint32_t v = num::hmul2<X>(w, s.m1);
+  if constexpr (!std::is_same_v<X, Bf16>) v = num::hmul2<X>(v, s.m2);
+  return num::half2_to_e2m1_lanes<X>(v);
+}
+
+template <class X, CodeFormat F, ScaleRule R, bool kPacked = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
@@ -242,6 +280,8 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   // Divisors that are not powers of two: x * (1 / D) is not exact (num::round_quotient).
   constexpr bool kInexact = R == ScaleRule::fp8_f32 || R == ScaleRule::nvfp4;
   static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
+  static_assert(!kPacked || (sizeof(S) == 2 && F == CodeFormat::e2m1 && R == ScaleRule::mx),
+                "the packed conversion is for 16-bit x, e2m1 codes and MX scales");
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
   const int seg = lane / L, sub = lane % L;
@@ -321,6 +361,18 @@ TEJAS_QUANT_UNROLL
         }
       }
       uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+      if constexpr (kPacked) {
+        const PackedMxScale<X> ms = packed_mx_scale<X>(gs.bits);
+        dev::static_for<kTileChunks>([&](auto c_c) {
+          constexpr int c = decltype(c_c)::value;
+          if (c >= p.chunks) return;
+          const uint4 w = raw[tile + c];
+          const uint32_t word = num::pack_e2m1_lanes(packed_mx_codes<X>(w.x, ms), packed_mx_codes<X>(w.y, ms),
+                                                     packed_mx_codes<X>(w.z, ms), packed_mx_codes<X>(w.w, ms));
+          ptx::st_global_cs(reinterpret_cast<uint32_t*>(qg + (c * L + sub) * kCodeBytes), gs.nan ? kNaNWord : word);
+        });
+        return;
+      }
       dev::static_for<kTileChunks>([&](auto c_c) {
         constexpr int c = decltype(c_c)::value;
         if (c >= p.chunks) return;
@@ -453,7 +505,54 @@ __device__ __forceinline__ typename O::Raw dequant_value(float code, float scale
   else return O::from_f32(a * b);
 }
 
-template <class O, CodeFormat F>
+// ---- dequantization, MX e2m1 to 16-bit out as packed pairs (config.packed) --------------------
+// A code's magnitude m (0-7) placed at the mantissa's top bit of a bf16 / f16 word, m << (kMant -
+// 1), is the e2m1 value times 2^(1 - bias) exactly (m = 1 lands on the format's subnormal 2^-bias:
+// e2m1's subnormal 0.5 continues its grid the same way). Two or three packed multiplies by powers
+// of two then give value * 2^e rounded once: the first (2^a, a >= 0) is exact, so only the last
+// rounds (to +-Inf or a subnormal where the result needs it), as the f32 path's one conversion
+// does. bf16: a + b = bias - 1 + e with 0 <= a <= 127. f16: e is first clamped to [-28, 17]
+// (below, every result rounds to +-0; above, every nonzero one overflows, as they do unclamped),
+// and 14 + e splits into 2^a * 2^b * 2^c, each within f16's exponents.
+template <class O>
+struct PackedMxOut {
+  uint32_t m1 = 0, m2 = 0, m3 = 0;  // pairs of O's format (m3 for f16 only)
+  bool nan = false;                  // ue8m0 0xFF: every output NaN
+};
+template <class O>
+__device__ __forceinline__ PackedMxOut<O> packed_mx_out_scale(uint32_t code) {
+  constexpr uint32_t kTwo = 0x00010001u;
+  PackedMxOut<O> s;
+  s.nan = code == kUe8m0NaN;
+  const int e = static_cast<int>(code) - kUe8m0Bias;
+  if constexpr (std::is_same_v<O, Bf16>) {
+    const int t = 126 + e;  // -1 .. 253
+    const int a = t < 0 ? 0 : (t > 127 ? 127 : t);
+    s.m1 = (static_cast<uint32_t>(a + 127) << 7) * kTwo;
+    s.m2 = (static_cast<uint32_t>(t - a + 127) << 7) * kTwo;
+  } else {
+    const int ec = e < -28 ? -28 : (e > 17 ? 17 : e);
+    const int t = 14 + ec;  // -14 .. 31
+    const int a = t < 0 ? 0 : (t > 15 ? 15 : t);
+    const int b = t - a < 15 ? t - a : 15;  // -14 .. 15
+    s.m1 = (static_cast<uint32_t>(a + 15) << 10) * kTwo;
+    s.m2 = (static_cast<uint32_t>(b + 15) << 10) * kTwo;
+    s.m3 = (static_cast<uint32_t>(t - a - b + 15) << 10) * kTwo;  // 2^0 or 2^1
+  }
+  return s;
+}
+// w: element 0's code in bits 0-3, element 1's in bits 16-19 (other bits ignored).
+template <class O>
+__device__ __forceinline__ uint32_t packed_mx_decode(uint32_t w, const PackedMxOut<O>& s) {
+  constexpr int kMant = num::E2m1Pack<O>::kMant;
+  uint32_t v = num::hmul2<O>((w & 0x00070007u) << (kMant - 1), s.m1);
+  v = num::hmul2<O>(v, s.m2);
+  if constexpr (!std::is_same_v<O, Bf16>) v = num::hmul2<O>(v, s.m3);
+  return v | ((w & 0x00080008u) << 12);  // the sign: -0 for code 0x8, as the f32 path gives
+}
+
+// kPacked (version 4 of the MX e2m1 path, config.packed): 16-bit out, e2m1 codes, ue8m0 scales.
+template <class O, CodeFormat F, bool kPacked = false>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
@@ -480,6 +579,32 @@ TEJAS_QUANT_UNROLL
       scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + k / p.group);
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
+    }
+    if constexpr (kPacked) {
+      static_assert(sizeof(S) == 2 && F == CodeFormat::e2m1, "16-bit outputs of e2m1 codes");
+TEJAS_QUANT_UNROLL
+      for (int st = 0; st < kMaxDequantSteps; ++st) {
+        const int64_t j = j0 + st * stride;
+        if (st >= p.steps || j >= total) continue;
+        const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+        const PackedMxOut<O> ms = packed_mx_out_scale<O>(scale_bits[st]);
+        // Codes 0, 2, 4, 6 in the low nibbles of ev's bytes, 1, 3, 5, 7 in od's: pair i takes
+        // byte i of each into its two lanes (one byte permute).
+        const uint32_t ev = codes[st] & 0x0F0F0F0Fu, od = (codes[st] >> 4) & 0x0F0F0F0Fu;
+        uint32_t out[4];
+TEJAS_QUANT_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t sel = static_cast<uint32_t>(i | (i << 4) | ((4 + i) << 8) | ((4 + i) << 12));
+          out[i] = packed_mx_decode<O>(__byte_perm(ev, od, sel), ms);
+        }
+        // NOTES: selected per word after all four are decoded; with the NaN test inside the loop
+        // (`ms.nan ? NaN : decode`) nvcc branched around each word's decode and recomputed the
+        // scale factors in every branch (SASS sm_90a).
+        if (ms.nan) out[0] = out[1] = out[2] = out[3] = kNaNPair16;
+        ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k),
+                          make_uint4(out[0], out[1], out[2], out[3]));
+      }
+      continue;
     }
     // nvfp4's tensor scale after the steps' loads (as in quant_vec_kernel: loaded first, the
     // bf16 / f16 e2m1 kernels waited for it before their first code load).

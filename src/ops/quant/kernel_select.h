@@ -16,9 +16,12 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized) {
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
+  if constexpr (sizeof(typename X::Raw) == 2) {
+    if (packed && f == e2m1 && rule == ScaleRule::mx) return quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
+  }
   if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
                                                  : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
   switch (rule) {
@@ -29,26 +32,31 @@ QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized) {
 }
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
-inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized) {
+// packed (the config's choice) applies to 16-bit x, e2m1 and the mx rule.
+inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized);
-    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized);
-    default: return quant_kernel_for<F32>(f, rule, vectorized);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, packed);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, packed);
+    default: return quant_kernel_for<F32>(f, rule, vectorized, packed);
   }
 }
 
 template <class O>
-DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized) {
+DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed) {
   if (f == CodeFormat::e4m3)
     return vectorized ? dequant_vec_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e4m3>;
+  if constexpr (sizeof(typename O::Raw) == 2) {
+    if (vectorized && packed) return dequant_vec_kernel<O, CodeFormat::e2m1, true>;
+  }
   return vectorized ? dequant_vec_kernel<O, CodeFormat::e2m1> : dequant_generic_kernel<O, CodeFormat::e2m1>;
 }
 
-inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized) {
+// packed (the config's choice) applies to 16-bit out, e2m1 codes and ue8m0 scales.
+inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed) {
   switch (out) {
-    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized);
-    case DType::f16: return dequant_kernel_for<F16>(f, vectorized);
-    default: return dequant_kernel_for<F32>(f, vectorized);
+    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed);
+    case DType::f16: return dequant_kernel_for<F16>(f, vectorized, packed);
+    default: return dequant_kernel_for<F32>(f, vectorized, packed);
   }
 }
 
@@ -56,10 +64,10 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
 inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_launch(plan, i); }
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
 inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
-  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized);
+  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.packed);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
-  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized);
+  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.packed);
 }
 
 // The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to

@@ -178,6 +178,8 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.max_chunks = detail::tune().quant_max_chunks;
   prob.max_steps = detail::tune().quant_max_steps;
   prob.max_grid = detail::tune().quant_max_grid;
+  prob.mx_scales = plan.rule == ScaleRule::mx;
+  prob.packed_fp4 = detail::tune().quant_packed_fp4 != 0;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
@@ -210,6 +212,8 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.q_align = rows_alignment(*plan.t.q, r.q, r.rows, r.K, r.q_stride);
   prob.steps = detail::tune().dequant_steps;
   prob.max_grid = detail::tune().quant_max_grid;
+  prob.mx_scales = p.scale_kind == ScaleKind::ue8m0;
+  prob.packed_fp4 = detail::tune().quant_packed_fp4 != 0;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
   return l;

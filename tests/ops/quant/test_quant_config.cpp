@@ -209,6 +209,39 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.vec, 2);
 }
 
+// The packed-pair e2m1 paths (src/device/numeric/packed_half.h): vectorized, 16-bit x / out,
+// e2m1 codes, MX (ue8m0) scales, and TEJAS_TUNE quant.packed_fp4 not 0; nothing else.
+TEST(QuantConfig, PackedPairsOnlyFor16BitMxfp4) {
+  for (int x_bytes : {2, 4}) {
+    for (int code_bits : {4, 8}) {
+      for (bool mx : {true, false}) {
+        for (bool allow : {true, false}) {
+          QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 32);
+          p.mx_scales = mx;
+          p.packed_fp4 = allow;
+          const QuantConfig c = make_quant_config(p);
+          EXPECT_TRUE(c.vectorized);
+          EXPECT_EQ(c.packed, x_bytes == 2 && code_bits == 4 && mx && allow)
+              << x_bytes << " " << code_bits << " " << mx << " " << allow;
+          p.x_align = 4;  // generic path: never packed
+          EXPECT_FALSE(make_quant_config(p).packed);
+          DequantProblem d;
+          d.out_bytes = x_bytes;
+          d.code_bits = code_bits;
+          d.rows = 4;
+          d.K = 1024;
+          d.group = 32;
+          d.mx_scales = mx;
+          d.packed_fp4 = allow;
+          EXPECT_EQ(make_dequant_config(d).packed, x_bytes == 2 && code_bits == 4 && mx && allow);
+          d.q_align = 1;
+          EXPECT_FALSE(make_dequant_config(d).packed);
+        }
+      }
+    }
+  }
+}
+
 // Vectorized dequant: `steps` vectors per thread (loads first), the grid shrinking to match;
 // generic paths stay one element per step. TEJAS_TUNE dequant.steps sets p.steps (clamped 1..2).
 TEST(DequantConfig, StepsPerThreadShrinkTheGrid) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check/cuda_mem.h"
+#include "ops/quant/launch_plan.h"
 #include "ops/quant/kernel_test_util.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -185,6 +186,96 @@ TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
   TEJAS_SEEDED_TEST_RNG();
   non_finite_zero_tiny_and_exponent_clamp(rng);
 }
+
+// mxfp4 from bf16 / f16 (the packed-pair path, quant.packed_fp4=1, and the f32 path at 0): a
+// row per amax binade of x's format, subnormals to its largest exponent, each block holding
+// the e2m1 code values and midpoints at that block's scale (x * 2^-e on them) with both
+// neighbouring 16-bit values, and random values; then rows of zeros, +-0, the format's extremes
+// and non-finite values. Bit for bit against the reference, under both settings; the plan must
+// pick the path the setting asks for.
+void packed_fp4_quant_exponents_and_ties(check::Rng& rng) {
+  const double points[] = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0};
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr int64_t B = 32;
+  for (DType xd : {DType::bf16, DType::f16}) {
+    const int lo = xd == DType::bf16 ? -133 : -24, hi = xd == DType::bf16 ? 127 : 15;
+    const double max_finite = xd == DType::bf16 ? 3.3895313892515355e38 : 65504.0;
+    const int64_t special = 4, rows = hi - lo + 1 + special;
+    PlacedTensor x(xd, {rows, 2 * B});
+    for (int64_t r = 0; r + special < rows; ++r) {
+      const int k = lo + static_cast<int>(r);  // the block's amax lies in [2^k, 2^(k+1))
+      const double e = std::ldexp(1.0, k - 2);   // the MX scale 2^(floor(log2 amax) - 2)
+      for (int64_t j = 0; j < B; ++j) {
+        const int64_t i = r * 2 * B + j;
+        const double sign = j % 2 ? -1.0 : 1.0;
+        x.set(i, sign * points[(j / 3) % 14] * e);
+        // Every third element is the point itself; the others its 16-bit neighbours above / below.
+        const uint64_t b = x.bits(i);
+        if (j % 3 == 1 && (b & 0x7FFF) != 0) x.set_bits(i, b - 1);
+        if (j % 3 == 2 && (b & 0x7FFF) < (xd == DType::bf16 ? 0x7F7Fu : 0x7BFFu)) x.set_bits(i, b + 1);
+        x.set(r * 2 * B + B + j, rng.normal() * std::ldexp(1.0, k - 1));
+      }
+      x.set(r * 2 * B, std::min(std::ldexp(1.5, k), max_finite));  // the amax, in the binade
+    }
+    const int64_t s0 = (rows - special) * 2 * B;
+    for (int64_t j = 0; j < 2 * B; ++j) {
+      x.set(s0 + j, j % 2 ? -0.0 : 0.0);                                 // all zero
+      x.set(s0 + 2 * B + j, (j % 2 ? -1.0 : 1.0) * max_finite * (j + 1) / (2 * B));  // the top
+      x.set(s0 + 4 * B + j, (j % 2 ? -1.0 : 1.0) * std::ldexp(1.0, lo + static_cast<int>(j % 4)));  // the bottom
+      x.set(s0 + 6 * B + j, rng.normal());
+    }
+    x.set(s0 + 6 * B + 1, kInf);
+    x.set(s0 + 6 * B + 2, -kInf);
+    x.set(s0 + 7 * B + 3, std::numeric_limits<double>::quiet_NaN());
+    for (int packed : {1, 0}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(xd) << " quant.packed_fp4=" << packed);
+      detail::Tune t;
+      t.quant_packed_fp4 = packed;
+      const detail::ScopedTuneOverride variant(t);
+      PlacedTensor q(DType::e2m1, {rows, 2 * B}), s(DType::ue8m0, {rows, 2});
+      const quant_kernel::QuantPlan plan =
+          quant_kernel::plan_quant(x, q, s, TensorView{}, B, quant_kernel::ScaleRule::mx);
+      EXPECT_EQ(quant_kernel::quant_launch(plan, 0).config.packed, packed == 1);
+      check_quant({MxFormat::mxfp4, xd, {rows, 2 * B}}, x, nullptr);
+    }
+  }
+}
+
+TEST(QuantMxKernel, PackedFp4EveryExponentAndTie) {
+  TEJAS_SEEDED_TEST_RNG();
+  packed_fp4_quant_exponents_and_ties(rng);
+}
+
+// mxfp4 to bf16 / f16 (the packed-pair path and the f32 path): every ue8m0 scale code (0 .. 254
+// and the NaN code 0xFF) with every e2m1 code, bit for bit against the reference: subnormal,
+// overflowing and flushed outputs at the range ends, -0 for code 0x8.
+void packed_fp4_dequant_every_scale_and_code() {
+  constexpr int64_t B = 32, rows = 256;
+  PlacedTensor q(DType::e2m1, {rows, B}), s(DType::ue8m0, {rows, 1});
+  for (int64_t r = 0; r < rows; ++r) {
+    s.set_bits(r, static_cast<uint64_t>(r));
+    for (int64_t k = 0; k < B; ++k) q.set_bits(r * B + k, static_cast<uint64_t>((k + r) % 16));
+  }
+  for (DType od : {DType::bf16, DType::f16}) {
+    PlacedTensor out_ref(od, {rows, B});
+    TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), MxFormat::mxfp4, q, s, TensorView{}, out_ref));
+    for (int packed : {1, 0}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(od) << " quant.packed_fp4=" << packed);
+      detail::Tune t;
+      t.quant_packed_fp4 = packed;
+      const detail::ScopedTuneOverride variant(t);
+      PlacedTensor out(od, {rows, B});
+      const quant_kernel::DequantPlan plan = quant_kernel::plan_dequant(q, s, TensorView{}, out, B);
+      EXPECT_EQ(quant_kernel::dequant_launch(plan, 0).config.packed, packed == 1);
+      TEJAS_ASSERT_OK(run_kernel({&q, &s}, {&out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+        return dequant_mx(ctx, MxFormat::mxfp4, v[0], v[1], TensorView{}, v[2]);
+      }));
+      expect_same_bits(out, out_ref, "out");
+    }
+  }
+}
+
+TEST(DequantMxKernel, PackedFp4EveryScaleAndCode) { packed_fp4_dequant_every_scale_and_code(); }
 
 // nvfp4: x / (block_scale * tensor_scale) next to e2m1 midpoints, and amax / (6 * ts) next to e4m3
 // midpoints (the block scale's own rounding).

@@ -1,0 +1,109 @@
+// src/device/numeric/packed_half.h on the host (the emulator's model of the packed bf16 / f16
+// instructions): each packed operation against the float64 reference rounded once, and the
+// packed e2m1 conversion against the f32 conversion (itself checked against the headers and the
+// float64 model in test_numeric.cpp) on every non-NaN 16-bit value in each lane. The device side
+// runs in the kernel tests' cuda twins (tests/ops/quant/test_quant_mx_kernel.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "device/numeric/packed_half.h"
+#include "ops/common/ref_numeric.h"
+#include "support/seed.h"
+
+using namespace tejas;
+
+namespace {
+
+constexpr int kMaxReported = 8;
+constexpr int kRandomPairs = 1 << 18;
+
+template <class H>
+DType dtype_of() {
+  return std::is_same_v<H, num::Bf16> ? DType::bf16 : DType::f16;
+}
+
+template <class H>
+bool is_nan16(uint32_t v) {
+  return std::isnan(H::to_f32(static_cast<uint16_t>(v)));
+}
+
+// Every non-NaN value v in the low lane (and, in a second pass, the high lane) beside a value
+// from a fixed scramble of the others.
+template <class H>
+void check_e2m1_lanes() {
+  int64_t bad = 0, checked = 0;
+  for (int lane = 0; lane < 2; ++lane) {
+    for (uint32_t v = 0; v < (1u << 16); ++v) {
+      uint32_t other = (v * 40503u + 12345u) & 0xFFFFu;
+      if (is_nan16<H>(v)) continue;
+      if (is_nan16<H>(other)) other = 0x8000;  // -0
+      const uint32_t lo = lane == 0 ? v : other, hi = lane == 0 ? other : v;
+      const uint32_t got = num::half2_to_e2m1_lanes<H>(lo | (hi << 16));
+      const uint32_t want = num::detail::f32_to_e2m1_arith(H::to_f32(static_cast<uint16_t>(lo))) |
+                            (static_cast<uint32_t>(num::detail::f32_to_e2m1_arith(H::to_f32(static_cast<uint16_t>(hi)))) << 16);
+      ++checked;
+      if (got != want && ++bad <= kMaxReported)
+        ADD_FAILURE() << "lanes " << std::hex << lo << ", " << hi << ": got " << got << " want " << want;
+    }
+  }
+  EXPECT_EQ(bad, 0) << bad << " of " << checked;
+}
+
+// a op b rounded once to H (the reference's correctly rounded encode of the double result).
+template <class H>
+void check_ops(check::Rng& rng) {
+  const DType dt = dtype_of<H>();
+  int64_t bad = 0;
+  for (int i = 0; i < kRandomPairs; ++i) {
+    const auto a = static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF)), b = static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF));
+    for (int lane = 0; lane < 2; ++lane) {
+      const auto la = static_cast<uint16_t>(a >> (16 * lane)), lb = static_cast<uint16_t>(b >> (16 * lane));
+      if (is_nan16<H>(la) || is_nan16<H>(lb)) continue;
+      const double x = H::to_f32(la), y = H::to_f32(lb);
+      const auto lane_of = [&](uint32_t w) { return static_cast<uint16_t>(w >> (16 * lane)); };
+      const uint16_t mul = lane_of(num::hmul2<H>(a, b)), add = lane_of(num::hadd2<H>(a, b));
+      const uint16_t mn = lane_of(num::hmin2<H>(a, b)), mx = lane_of(num::hmax2<H>(a, b));
+      const double p = x * y;  // exact in double
+      bool ok = std::isnan(p) ? is_nan16<H>(mul) : mul == ref::encode(dt, p);
+      ok = ok && (std::isnan(x + y) ? is_nan16<H>(add) : H::to_f32(add) == static_cast<float>(ref::decode(dt, ref::encode(dt, x + y))));
+      ok = ok && H::to_f32(mn) == std::fmin(x, y) && H::to_f32(mx) == std::fmax(x, y);
+      if (!ok && ++bad <= kMaxReported)
+        ADD_FAILURE() << std::hex << "lane " << lane << " a " << la << " b " << lb << ": mul " << mul << " add " << add
+                      << " min " << mn << " max " << mx;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  // min / max with one NaN lane return the other operand (as min / max.bf16x2 / .f16x2).
+  const uint32_t nan2 = 0x7FFF7FFFu, one = std::is_same_v<H, num::Bf16> ? 0x3F803F80u : 0x3C003C00u;
+  EXPECT_EQ(num::hmin2<H>(nan2, one), one);
+  EXPECT_EQ(num::hmax2<H>(one, nan2), one);
+}
+
+}  // namespace
+
+TEST(PackedHalf, E2m1LanesMatchTheF32ConversionOnEveryValue) {
+  check_e2m1_lanes<num::Bf16>();
+  check_e2m1_lanes<num::F16>();
+}
+
+TEST(PackedHalf, OperationsRoundOnce) {
+  TEJAS_SEEDED_TEST_RNG();
+  check_ops<num::Bf16>(rng);
+  check_ops<num::F16>(rng);
+}
+
+TEST(PackedHalf, PackE2m1Lanes) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int i = 0; i < 1000; ++i) {
+    uint32_t c[4], want = 0;
+    for (int w = 0; w < 4; ++w) {
+      const auto e0 = static_cast<uint32_t>(rng.randint(0, 15)), e1 = static_cast<uint32_t>(rng.randint(0, 15));
+      c[w] = e0 | (e1 << 16);
+      want |= (e0 << (8 * w)) | (e1 << (8 * w + 4));
+    }
+    ASSERT_EQ(num::pack_e2m1_lanes(c[0], c[1], c[2], c[3]), want);
+  }
+}
