@@ -32,6 +32,9 @@
 //                          and gelu_tanh_mul 30% faster at 1 (the kernels were issue-bound)
 //   activation.fast_math_quant=0..1  silu_mul_quant_fp8_group / silu_mul_quant_mx: 1 = the same
 //                          fast sigmoid in the fused kernels (default 0, not yet timed on a GPU)
+//   activation.packed_fp4=0..1  silu_mul_quant_mx (mxfp4, nvfp4): 1 (default) = e2m1 codes in
+//                          pairs through bf16 rounded to odd (src/device/numeric/packed_half.h;
+//                          the same codes); 0 = the f32 conversion per element. Not yet timed
 //   norm.prefetch_rows=0..65535  RMSNorm family, rows of at most 2 vectors per thread (the
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
@@ -58,9 +61,9 @@
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
 //                          with rope.head_stage=1, 2 heads ran rope 15%, mrope 19% and
 //                          rope_kv_cache_write 23% faster; kv_cache_write 9% slower)
-//   rope.v_prefetch=0..1   rope_kv_cache_write and kv_cache_write: 1 = each thread prefetches its
-//                          first v vector into L2 at its start; 0 (default) = v is first read at
-//                          the copy
+//   rope.v_prefetch=0..1   rope_kv_cache_write (and kv_cache_write at rope.kv_loads_first=0): 1 =
+//                          each thread prefetches its first v vector into L2 at its start; 0
+//                          (default) = v is first read at the copy
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
 //   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 (default) = each thread copies
@@ -68,6 +71,10 @@
 //                          before loading the position, and rotates them from there; 0 = they
 //                          are loaded after the position and cos/sin (with 1 head in flight,
 //                          staging alone was 9-11% slower on the H200: it pays with 2)
+//   rope.kv_loads_first=0..1  kv_cache_write: 1 (default) = kv_write_kernel, each thread's k and
+//                          v vectors (up to 4) loaded with the slot before any wait, then stored
+//                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path
+//                          (slot, then k, then v: three round trips). Not yet timed on a GPU
 #pragma once
 #include <string>
 
@@ -91,11 +98,13 @@ struct Tune {
   int rope_v_prefetch = 0;
   int rope_head_prefetch = 0;
   int rope_head_stage = 1;
+  int rope_kv_loads_first = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;
   int activation_fast_math = 1;
   int activation_fast_math_quant = 0;
+  int activation_packed_fp4 = 1;
   int norm_prefetch_rows = 0;
   int norm_pipeline = 1;
   int norm_pipeline_fp8 = 0;

@@ -5,6 +5,7 @@
 // runs in the kernel tests' cuda twins (tests/ops/quant/test_quant_mx_kernel.cpp).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -93,6 +94,36 @@ TEST(PackedHalf, OperationsRoundOnce) {
   TEJAS_SEEDED_TEST_RNG();
   check_ops<num::Bf16>(rng);
   check_ops<num::F16>(rng);
+}
+
+// The f32 form (round to odd at bf16 precision, then the packed conversion) against the f32
+// conversion of convert.h: every f32 whose low 16 bits are one of a few patterns (all exponents
+// and signs; zero, the sticky boundary, the halfway bits) and random f32 bit patterns, in both
+// lanes; NaN excluded (the kernels replace NaN groups whole).
+TEST(PackedHalf, F32PairsRoundToOddThenPackedMatchTheF32Conversion) {
+  TEJAS_SEEDED_TEST_RNG();
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  int64_t bad = 0, checked = 0;
+  const auto one = [&](uint32_t a, uint32_t b) {
+    const float x = std::bit_cast<float>(a), y = std::bit_cast<float>(b);
+    if (std::isnan(x) || std::isnan(y)) return;
+    const uint32_t got = num::f32x2_to_e2m1_lanes(x, y);
+    const uint32_t want = num::detail::f32_to_e2m1_not_nan(x) | (uint32_t{num::detail::f32_to_e2m1_not_nan(y)} << 16);
+    ++checked;
+    if (got != want && ++bad <= kMaxReported)
+      ADD_FAILURE() << std::hex << "f32 bits " << a << ", " << b << ": got " << got << " want " << want;
+  };
+  for (uint32_t top = 0; top < (1u << 16); ++top)
+    for (const uint32_t low : lows) {
+      const uint32_t v = (top << 16) | low;
+      one(v, static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF)));
+      one(static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF)), v);
+    }
+  for (int i = 0; i < kRandomPairs; ++i)
+    one(static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF)), static_cast<uint32_t>(rng.randint(0, 0xFFFFFFFF)));
+  EXPECT_EQ(bad, 0) << bad << " of " << checked;
+  // Packing two words: four nibbles.
+  EXPECT_EQ(num::pack_e2m1_lanes(0x00020001u, 0x00040003u), 0x4321u);
 }
 
 TEST(PackedHalf, PackE2m1Lanes) {

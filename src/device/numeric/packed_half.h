@@ -132,8 +132,10 @@ struct E2m1Pack<F16> {
 // index n = bits(t) - bits(M) and the code is n + 2k (codes 0-4 on [0, 2], 4-6 on [2, 4], 6-7 on
 // [4, 6]), and both M and n + 2k come from E in whole-word integer operations: no lane's value
 // carries into the other (each lane's partial results stay in [0, 2^16)).
+namespace detail {
+// half2_to_e2m1_lanes's body, from |w| (sign bits clear) and the word whose sign bits are w's.
 template <class H>
-__host__ __device__ __forceinline__ uint32_t half2_to_e2m1_lanes(uint32_t w) {
+__host__ __device__ __forceinline__ uint32_t e2m1_lanes_of(uint32_t abs_w, uint32_t sign_w) {
   using C = E2m1Pack<H>;
   constexpr uint32_t kTwo = 0x00010001u;  // a per-lane constant c is c * kTwo
   // M = 1.5 * 2^(p - 2 + k): exponent field + (p - 2), mantissa's top bit. p - 2 = kMant - 1.
@@ -141,13 +143,50 @@ __host__ __device__ __forceinline__ uint32_t half2_to_e2m1_lanes(uint32_t w) {
   // E >> (kMant - 1) = 2 (bias + k): 2k = (E >> (kMant - 1)) - 2 bias.
   constexpr int kTwoKShift = C::kMant - 1;
   constexpr uint32_t kCodeOff = kMagicOff + 2u * C::kBias;
-  const uint32_t a = hmin2<H>(w & 0x7FFF7FFFu, C::kSix * kTwo);
+  const uint32_t a = hmin2<H>(abs_w, C::kSix * kTwo);
   const uint32_t e = hmax2<H>(a, C::kOne * kTwo) & (C::kExp * kTwo);
   const uint32_t m = e + kMagicOff * kTwo;
   const uint32_t t = hadd2<H>(a, m);
   // code = bits(t) - bits(M) + 2k = bits(t) - (E - (E >> (kMant - 1)) + kCodeOff).
   const uint32_t code = t - (e - (e >> kTwoKShift) + kCodeOff * kTwo);
-  return code | ((w >> 12) & 0x00080008u);
+  return code | ((sign_w >> 12) & 0x00080008u);
+}
+}  // namespace detail
+
+template <class H>
+__host__ __device__ __forceinline__ uint32_t half2_to_e2m1_lanes(uint32_t w) {
+  return detail::e2m1_lanes_of<H>(w & 0x7FFF7FFFu, w);
+}
+
+// Per 16-bit lane, the smaller of a and b as unsigned integers (one VIMNMX.U16x2 on sm_90a).
+__host__ __device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b) {
+#if TEJAS_DEVICE_PASS
+  return __vminu2(a, b);
+#else
+  const uint32_t lo = (a & 0xFFFFu) < (b & 0xFFFFu) ? (a & 0xFFFFu) : (b & 0xFFFFu);
+  const uint32_t hi = (a >> 16) < (b >> 16) ? (a >> 16) : (b >> 16);
+  return lo | (hi << 16);
+#endif
+}
+
+// sat_rne to e2m1 of two f32 values (not NaN; +-Inf saturates) as one word of lane codes (as
+// half2_to_e2m1_lanes). Each value is first rounded to odd at bf16 precision: its top 16 bits,
+// the lowest of them set when any of the low 16 is (truncation plus a sticky bit). Rounding to
+// odd at p significant bits and then to nearest at q <= p - 2 bits equals rounding to nearest
+// at q bits once; bf16 keeps 8, e2m1 needs at most 2 (and below 1 its fixed step 0.5 lies far
+// above bf16's), so the codes are those of the f32 values. Four more integer operations per pair
+// than the 16-bit form (two byte permutes, a per-lane min, an OR), against about ten per element
+// for the f32 conversion of convert.h.
+__host__ __device__ __forceinline__ uint32_t f32x2_to_e2m1_lanes(float lo, float hi) {
+  const uint32_t a = f32_bits(lo), b = f32_bits(hi);
+  // One byte permute each (written as shifts and masks, nvcc spent two instructions on each).
+#if TEJAS_DEVICE_PASS
+  const uint32_t top = __byte_perm(a, b, 0x7632), low = __byte_perm(a, b, 0x5410);
+#else
+  const uint32_t top = (a >> 16) | (b & 0xFFFF0000u), low = (a & 0xFFFFu) | (b << 16);
+#endif
+  // |top| with the sticky bits in one three-input logic op; the signs from top.
+  return detail::e2m1_lanes_of<Bf16>((top | min_u16x2(low, 0x00010001u)) & 0x7FFF7FFFu, top);
 }
 
 // Four words of lane codes (word i: elements 2i, 2i + 1) as eight e2m1 nibbles, element 0 in the
@@ -155,6 +194,11 @@ __host__ __device__ __forceinline__ uint32_t half2_to_e2m1_lanes(uint32_t w) {
 __host__ __device__ __forceinline__ uint32_t pack_e2m1_lanes(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3) {
   const uint32_t u = c0 | (c1 << 8), v = c2 | (c3 << 8);  // lanes: e0 | e2 << 8, e1 | e3 << 8
   return ((u | (u >> 12)) & 0xFFFFu) | ((v | (v >> 12)) << 16);
+}
+// Two words of lane codes as four nibbles (the low 16 bits).
+__host__ __device__ __forceinline__ uint32_t pack_e2m1_lanes(uint32_t c0, uint32_t c1) {
+  const uint32_t u = c0 | (c1 << 8);
+  return (u | (u >> 12)) & 0xFFFFu;
 }
 
 }  // namespace tejas::num

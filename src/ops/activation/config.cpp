@@ -93,6 +93,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
   c.grid_x = ceil_div(p.T, c.rows_per_block);
   c.grid_y = column_blocks(chunks, c.threads_per_row, p.max_grid_y);
   c.fast_math = p.fast_math;
+  c.packed_fp4 = p.packed_fp4 && p.q_bits == 4;
   return c;
 }
 
@@ -116,6 +117,7 @@ std::string QuantConfig::to_string() const {
      << " lanes/group, threads " << threads << " (" << rows_per_block << " rows x " << threads_per_row << "), grid "
      << grid_x << " x " << grid_y;
   if (fast_math) os << ", fast math";
+  if (packed_fp4) os << ", packed e2m1 pairs";
   return os.str();
 }
 

@@ -99,6 +99,7 @@ struct QuantProblem {
   int q_align = kMaxVecBytes;
   int max_grid_y = 0;          // as GatedProblem's
   bool fast_math = false;      // TEJAS_TUNE activation.fast_math_quant: __expf / __fdividef (act_math.cuh)
+  bool packed_fp4 = true;      // TEJAS_TUNE activation.packed_fp4: e2m1 codes in pairs (packed_half.h)
 };
 
 struct QuantConfig {
@@ -109,6 +110,7 @@ struct QuantConfig {
   int rows_per_block = 16;
   int64_t grid_x = 1, grid_y = 1;
   bool fast_math = false;    // silu_quant_kernel's fast sigmoid (the activation.fast_math_quant variant)
+  bool packed_fp4 = false;   // silu_quant_kernel's packed e2m1 conversion (fp4 kinds, activation.packed_fp4)
   std::string to_string() const;
 };
 

@@ -100,6 +100,7 @@ inline QuantConfig quant_config(const QuantArgs& a) {
   p.q_align = detail::access_alignment(q, kMaxVecBytes);
   p.max_grid_y = detail::tune().activation_max_grid_y;
   p.fast_math = detail::tune().activation_fast_math_quant != 0;
+  p.packed_fp4 = detail::tune().activation_packed_fp4 != 0;
   return make_quant_config(p);
 }
 
@@ -116,14 +117,17 @@ inline QuantParams quant_params(const QuantArgs& a, const QuantConfig& c) {
 
 using QuantKernel = void (*)(QuantParams);
 
-template <bool kFast>
+template <bool kFast, bool kPacked>
 QuantKernel quant_kernel_for(DType x_dtype, bool vectorized) {
-  if (x_dtype == DType::bf16) return vectorized ? silu_quant_kernel<Bf16, true, kFast> : silu_quant_kernel<Bf16, false, kFast>;
-  return vectorized ? silu_quant_kernel<F16, true, kFast> : silu_quant_kernel<F16, false, kFast>;
+  if (x_dtype == DType::bf16)
+    return vectorized ? silu_quant_kernel<Bf16, true, kFast, kPacked> : silu_quant_kernel<Bf16, false, kFast, kPacked>;
+  return vectorized ? silu_quant_kernel<F16, true, kFast, kPacked> : silu_quant_kernel<F16, false, kFast, kPacked>;
 }
 
 inline QuantKernel quant_kernel_for(DType x_dtype, const QuantConfig& c) {
-  return c.fast_math ? quant_kernel_for<true>(x_dtype, c.vectorized) : quant_kernel_for<false>(x_dtype, c.vectorized);
+  if (c.packed_fp4)
+    return c.fast_math ? quant_kernel_for<true, true>(x_dtype, c.vectorized) : quant_kernel_for<false, true>(x_dtype, c.vectorized);
+  return c.fast_math ? quant_kernel_for<true, false>(x_dtype, c.vectorized) : quant_kernel_for<false, false>(x_dtype, c.vectorized);
 }
 
 }  // namespace TEJAS_BUILD_NS

@@ -68,7 +68,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.chunks = static_cast<int>(nvec / lanes);
       c.steps = c.chunks == 1 ? std::clamp(p.max_steps, 1, kMaxChunks) : 1;
       c.groups_per_warp = kWarp / lanes;
-      c.packed = p.packed_fp4 && p.mx_scales && p.x_bytes == 2 && p.code_bits == 4;
+      c.packed = p.packed_fp4 && p.code_bits == 4;
       c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block), p.max_grid);
       return c;
     }

@@ -46,8 +46,7 @@ struct QuantProblem {
   // quant.max_steps).
   int max_steps = kMaxChunks;
   int max_grid = 0;  // > 0: at most this many blocks (TEJAS_TUNE quant.max_grid); 0: kMaxGrid
-  bool mx_scales = false;  // the MX scale rule (powers of two from amax's exponent)
-  bool packed_fp4 = true;  // TEJAS_TUNE quant.packed_fp4: allow the packed-pair e2m1 path
+  bool packed_fp4 = true;  // TEJAS_TUNE quant.packed_fp4: allow the packed-pair e2m1 paths
 };
 
 struct QuantConfig {
@@ -59,8 +58,9 @@ struct QuantConfig {
   int elems_per_lane = 1;    // generic: 1 (e4m3) or 2 (e2m1: one code byte)
   int threads = kThreads;
   int64_t groups_per_warp = 1;  // per step: 32 / lanes_per_group (vectorized) or 1
-  // Vectorized, 16-bit x, e2m1 codes, MX scales: pairs scaled and rounded as packed bf16 / f16
-  // (src/device/numeric/packed_half.h) rather than element by element in f32.
+  // Vectorized, e2m1 codes: codes converted in pairs (src/device/numeric/packed_half.h): scaled
+  // and rounded as packed bf16 / f16 (16-bit x, MX scales), else through bf16 rounded to odd;
+  // rather than element by element in f32.
   bool packed = false;
   int64_t grid = 1;
   std::string to_string() const;

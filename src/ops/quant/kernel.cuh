@@ -280,8 +280,11 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   // Divisors that are not powers of two: x * (1 / D) is not exact (num::round_quotient).
   constexpr bool kInexact = R == ScaleRule::fp8_f32 || R == ScaleRule::nvfp4;
   static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
-  static_assert(!kPacked || (sizeof(S) == 2 && F == CodeFormat::e2m1 && R == ScaleRule::mx),
-                "the packed conversion is for 16-bit x, e2m1 codes and MX scales");
+  static_assert(!kPacked || F == CodeFormat::e2m1, "the packed conversions are e2m1's");
+  // 16-bit x with MX scales: x * 2^-e and its codes as packed 16-bit pairs; the other e2m1
+  // kernels: the f32 values x * (1 / D) (nudged off midpoints), converted in pairs through
+  // bf16 rounded to odd (num::f32x2_to_e2m1_lanes).
+  constexpr bool kPacked16 = kPacked && sizeof(S) == 2 && R == ScaleRule::mx;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
   const int seg = lane / L, sub = lane % L;
@@ -361,7 +364,7 @@ TEJAS_QUANT_UNROLL
         }
       }
       uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
-      if constexpr (kPacked) {
+      if constexpr (kPacked16) {
         const PackedMxScale<X> ms = packed_mx_scale<X>(gs.bits);
         dev::static_for<kTileChunks>([&](auto c_c) {
           constexpr int c = decltype(c_c)::value;
@@ -380,10 +383,22 @@ TEJAS_QUANT_UNROLL
         memcpy(e, &raw[tile + c], sizeof(e));
         float t[kVec];
         [[maybe_unused]] bool near = false;
+        if constexpr (kPacked && kInexact) {
+          // nvfp4, version 5: the wider, cheaper filter (num::near_key) for the chunk's branch.
+          uint32_t key = ~0u;
 TEJAS_QUANT_UNROLL
-        for (int i = 0; i < kVec; ++i) {
-          t[i] = X::to_f32(e[i]) * gs.inv;  // exact for power-of-two scales
-          if constexpr (kInexact) near |= near_midpoint<F>(t[i]);
+          for (int i = 0; i < kVec; ++i) {
+            t[i] = X::to_f32(e[i]) * gs.inv;
+            const uint32_t k = num::near_key<F>(t[i]);
+            key = k < key ? k : key;
+          }
+          near = key <= num::kNearKeyMax<F>;
+        } else {
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < kVec; ++i) {
+            t[i] = X::to_f32(e[i]) * gs.inv;  // exact for power-of-two scales
+            if constexpr (kInexact) near |= near_midpoint<F>(t[i]);
+          }
         }
         // NOTES: a branch around the whole chunk, taken by some lane of a warp in 61 % of fp8-group
         // chunks of random normal bf16 data (groups whose f32 scale amax / 448 is exact, amax a
@@ -400,15 +415,26 @@ TEJAS_QUANT_UNROLL
           }
         }
         uint32_t words[kCodeWords];
+        if constexpr (kPacked) {
+          static_assert(kCodeWords == 1 && (kVec == 8 || kVec == 4), "one word of nibbles per chunk");
+          uint32_t lanes[kVec / 2];
 TEJAS_QUANT_UNROLL
-        for (int wi = 0; wi < kCodeWords; ++wi) {
-          uint32_t word = 0;
+          for (int pi = 0; pi < kVec / 2; ++pi) lanes[pi] = num::f32x2_to_e2m1_lanes(t[2 * pi], t[2 * pi + 1]);
+          uint32_t word;
+          if constexpr (kVec == 8) word = num::pack_e2m1_lanes(lanes[0], lanes[1], lanes[2], lanes[3]);
+          else word = num::pack_e2m1_lanes(lanes[0], lanes[1]);
+          words[0] = gs.nan ? kNaNWord : gs.zero ? 0u : word;
+        } else {
 TEJAS_QUANT_UNROLL
-          for (int pi = 0; pi < kPairsPerWord; ++pi) {
-            const int i = (wi * kPairsPerWord + pi) * 2;
-            word |= encode_pair<F>(t[i], t[i + 1]) << (kPairBits * pi);
+          for (int wi = 0; wi < kCodeWords; ++wi) {
+            uint32_t word = 0;
+TEJAS_QUANT_UNROLL
+            for (int pi = 0; pi < kPairsPerWord; ++pi) {
+              const int i = (wi * kPairsPerWord + pi) * 2;
+              word |= encode_pair<F>(t[i], t[i + 1]) << (kPairBits * pi);
+            }
+            words[wi] = gs.nan ? kNaNWord : gs.zero ? 0u : word;
           }
-          words[wi] = gs.nan ? kNaNWord : gs.zero ? 0u : word;
         }
         CodeWord packed;
         memcpy(&packed, words, sizeof(packed));

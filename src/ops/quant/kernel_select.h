@@ -19,9 +19,8 @@ template <class X>
 QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
-  if constexpr (sizeof(typename X::Raw) == 2) {
-    if (packed && f == e2m1 && rule == ScaleRule::mx) return quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
-  }
+  if (f == e2m1 && packed) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
+                                                           : quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
   if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
                                                  : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
   switch (rule) {
@@ -32,7 +31,7 @@ QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool
 }
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
-// packed (the config's choice) applies to 16-bit x, e2m1 and the mx rule.
+// packed (the config's choice) applies to e2m1 codes.
 inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
   switch (x) {
     case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, packed);

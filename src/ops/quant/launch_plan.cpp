@@ -178,7 +178,6 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.max_chunks = detail::tune().quant_max_chunks;
   prob.max_steps = detail::tune().quant_max_steps;
   prob.max_grid = detail::tune().quant_max_grid;
-  prob.mx_scales = plan.rule == ScaleRule::mx;
   prob.packed_fp4 = detail::tune().quant_packed_fp4 != 0;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;

@@ -380,7 +380,74 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   }
 }
 
+// k and v vectors a kv_write_kernel thread loads before its first store.
+inline constexpr int kKvBatch = 4;
+
+// Vector `it` of a token's k row then v row (per_row = Hk x cols vectors each): which row, its
+// head and its first element.
+struct KvVector {
+  bool is_v;
+  int64_t h, d0;
+};
+template <int VEC>
+__device__ __forceinline__ KvVector kv_vector(int64_t it, int64_t per_row, int64_t cols) {
+  const bool is_v = it >= per_row;
+  const int64_t j = is_v ? it - per_row : it;
+  return {is_v, j / cols, (j % cols) * VEC};
+}
+
 }  // namespace impl
+
+// kv_cache_write with its loads first (TEJAS_TUNE rope.kv_loads_first=1, the default; same
+// launch shape as rope_kernel's kv-only config). The token's k and v rows are 2 x Hk x D / VEC
+// vectors; the group's threads take them in turn (thread `local`: vectors local, local + group,
+// ...), up to kKvBatch at a time, and a thread issues all of a batch's loads, with the slot and
+// the fp8 scales, before it waits for any: one DRAM round trip, then the stores. NOTES:
+// rope_kernel's kv-only path (rope.kv_loads_first=0) waits for the slot before it loads k's
+// columns (a skipped token reads neither k nor v), then stores k before loading v: three round
+// trips in a row per thread, 24-54 % of the copy floor on the H200. Here a skipped token's rows
+// are read too (their loads are out before the slot is known): T_skipped x 2 x Hk x D elements
+// more than the compulsory bytes, nothing written.
+template <class S, int VEC>
+__global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_write_kernel(const RopeParams p) {
+  using Raw = typename S::Raw;
+  const int group = p.col_threads * p.head_lanes;
+  const int local = static_cast<int>(threadIdx.x) % group;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  if (t >= p.T) return;
+  Loaded<int64_t> slot_loaded;
+  impl::load_slot(p, t, slot_loaded);
+  Loaded<float> k_scale, v_scale;
+  impl::load_scale(p, p.k_scale, k_scale);
+  impl::load_scale(p, p.v_scale, v_scale);
+  const int64_t cols = p.D / VEC;
+  const int64_t per_row = p.Hk * cols;  // vectors of k's row (and of v's)
+  for (int64_t base = local; base < 2 * per_row; base += impl::kKvBatch * group) {
+    Raw r[impl::kKvBatch][VEC];
+    #pragma unroll
+    for (int b = 0; b < impl::kKvBatch; ++b) {
+      const int64_t it = base + b * group;
+      if (it >= 2 * per_row) break;
+      const impl::KvVector w = impl::kv_vector<VEC>(it, per_row, cols);
+      const Raw* src = w.is_v ? static_cast<const Raw*>(p.v) + t * p.v_tok + w.h * p.v_head
+                              : static_cast<const Raw*>(p.k) + t * p.k_tok + w.h * p.k_head;
+      impl::load_vec<VEC, true>(src + w.d0, r[b]);
+    }
+    const int64_t slot = impl::slot_at(p, slot_loaded);
+    if (slot < 0) return;
+    const int64_t blk = slot / p.block_size, in_blk = slot % p.block_size;
+    #pragma unroll
+    for (int b = 0; b < impl::kKvBatch; ++b) {
+      const int64_t it = base + b * group;
+      if (it >= 2 * per_row) break;
+      const impl::KvVector w = impl::kv_vector<VEC>(it, per_row, cols);
+      if (w.is_v)
+        impl::store_cache<S, VEC>(p, p.v_cache, blk * p.vc_block + in_blk * p.vc_slot + w.h * p.vc_head + w.d0, v_scale, r[b]);
+      else
+        impl::store_cache<S, VEC>(p, p.k_cache, blk * p.kc_block + in_blk * p.kc_slot + w.h * p.kc_head + w.d0, k_scale, r[b]);
+    }
+  }
+}
 
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
 // kStage: the rope.head_stage variant's kernels (16-byte q/k accesses only; kernels.cuh), apart

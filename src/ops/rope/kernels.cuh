@@ -1,7 +1,8 @@
 // The curated instantiations of rope_kernel, shared by both launchers: q's storage dtype x the
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
-// per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; and the
-// rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more.
+// per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
+// rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
+// loads-first kernels, one per dtype and width: eight.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "tejas/dtype.h"
@@ -12,10 +13,16 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 using KernelFn = void (*)(RopeParams);
 
 template <class S, int kHeads>
-KernelFn kernel_for_vec(int vec, bool stage) {
+KernelFn kernel_for_vec(int vec, bool stage, bool kv_first) {
   constexpr int kElem = static_cast<int>(sizeof(typename S::Raw));
   constexpr int kWide = kMaxAccessBytes / kElem;
   constexpr int kCompact = kCompactAccessBytes / kElem;  // 1 for f32: the same kernel as one element
+  if (kv_first) {  // kv_cache_write's loads-first kernels: one per width (heads and staging n/a)
+    if (vec == kWide) return kv_write_kernel<S, kWide>;
+    if constexpr (kCompact > 1)
+      if (vec == kCompact) return kv_write_kernel<S, kCompact>;
+    return vec == 1 ? kv_write_kernel<S, 1> : nullptr;
+  }
   if (vec == kWide) return stage ? rope_kernel<S, kWide, kHeads, true> : rope_kernel<S, kWide, kHeads>;
   if (stage) return nullptr;  // staging kernels: 16-byte accesses only
   if constexpr (kCompact > 1)
@@ -26,19 +33,20 @@ KernelFn kernel_for_vec(int vec, bool stage) {
 
 // nullptr when no kernel is instantiated for (dtype, vec): a planner bug, reported as internal.
 template <int kHeads>
-KernelFn kernel_for_dtype(DType dtype, int vec, bool stage) {
+KernelFn kernel_for_dtype(DType dtype, int vec, bool stage, bool kv_first) {
   switch (dtype) {
-    case DType::bf16: return kernel_for_vec<Bf16, kHeads>(vec, stage);
-    case DType::f16: return kernel_for_vec<F16, kHeads>(vec, stage);
-    case DType::f32: return kernel_for_vec<F32, kHeads>(vec, stage);
+    case DType::bf16: return kernel_for_vec<Bf16, kHeads>(vec, stage, kv_first);
+    case DType::f16: return kernel_for_vec<F16, kHeads>(vec, stage, kv_first);
+    case DType::f32: return kernel_for_vec<F32, kHeads>(vec, stage, kv_first);
     default: return nullptr;
   }
 }
 // heads: RopeConfig::heads_in_flight (1 or 2; anything else: nullptr). stage: the rope.head_stage
-// kernels (RopeParams::head_stage; 16-byte accesses).
-inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage) {
-  if (heads == 1) return kernel_for_dtype<1>(dtype, vec, stage);
-  if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage);
+// kernels (RopeParams::head_stage; 16-byte accesses). kv_first: kv_cache_write's loads-first
+// kernels (RopeParams::kv_loads_first).
+inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage, bool kv_first) {
+  if (heads == 1) return kernel_for_dtype<1>(dtype, vec, stage, kv_first);
+  if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
   return nullptr;
 }
 

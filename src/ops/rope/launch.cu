@@ -10,7 +10,7 @@
 namespace tejas::rotary {
 
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l) {
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage);
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");

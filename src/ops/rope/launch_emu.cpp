@@ -7,7 +7,7 @@ namespace tejas::rotary {
 
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l) {
   detail::begin_emulator_call();
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage);
+  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");

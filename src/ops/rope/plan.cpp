@@ -118,6 +118,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.head_prefetch = detail::tune().rope_head_prefetch != 0;
   const int64_t stage_bytes = head_stage_smem_bytes(c, pr.elem_bytes, pr.interleaved);
   p.head_stage = detail::tune().rope_head_stage != 0 && stage_bytes > 0;
+  p.kv_loads_first = !rotates && kv != KvKind::none && detail::tune().rope_kv_loads_first != 0;
   l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes) : 0;
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;

@@ -205,6 +205,35 @@ TEST_P(SiluMulQuantKernel, FastMathVariantMatchesExpectation) {
   }
 }
 
+// TEJAS_TUNE activation.packed_fp4 (e2m1 codes in pairs through bf16 rounded to odd; the
+// default for mxfp4 / nvfp4, never for the fp8 kinds): every case under 0 against the
+// expectation, with the config reporting each setting; and, since both conversions are exact
+// for the same f32 values, both settings' q and scales equal bit for bit on every case (an
+// extra check: each is also judged against the expectation).
+TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
+  TEJAS_SEEDED_TEST_RNG();
+  const Kind k = GetParam();
+  const bool fp4 = k == Kind::mxfp4 || k == Kind::nvfp4;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (const FCase& c : kCases) {
+      Tensors m = make_tensors(rng, k, dt, c, {});
+      std::vector<uint64_t> q_bits[2], s_bits[2];
+      for (int packed : {1, 0}) {
+        detail::Tune t;
+        t.activation_packed_fp4 = packed;
+        const detail::ScopedTuneOverride variant(t);
+        ASSERT_TRUE(call_fused(k, ctx_of(Backend::emulator), m.x, m.q, m.s, m.ts, {}).ok());
+        EXPECT_EQ(act::last_quant_config().packed_fp4, fp4 && packed == 1);
+        for (int64_t i = 0; i < m.qs.numel(); ++i) q_bits[packed].push_back(m.qs.bits_flat(i));
+        for (int64_t i = 0; i < m.ss.numel(); ++i) s_bits[packed].push_back(m.ss.bits_flat(i));
+        if (packed == 0) run_case(rng, k, dt, c);
+      }
+      EXPECT_EQ(q_bits[0], q_bits[1]) << kind_name(k) << " " << dtype_name(dt) << " T=" << c.T << " F=" << c.F;
+      EXPECT_EQ(s_bits[0], s_bits[1]);
+    }
+  }
+}
+
 // Debug-check mode on cuda: kinds without a tensor_scale read none and run as usual; nvfp4's is
 // read and judged before the launch (0: invalid_argument naming it, q and scales untouched).
 TEST_P(SiluMulQuantKernel, CudaDebugChecks) {

@@ -209,22 +209,21 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.vec, 2);
 }
 
-// The packed-pair e2m1 paths (src/device/numeric/packed_half.h): vectorized, 16-bit x / out,
-// e2m1 codes, MX (ue8m0) scales, and TEJAS_TUNE quant.packed_fp4 not 0; nothing else.
-TEST(QuantConfig, PackedPairsOnlyFor16BitMxfp4) {
+// The packed-pair e2m1 paths (src/device/numeric/packed_half.h) and TEJAS_TUNE quant.packed_fp4:
+// quant: vectorized e2m1 (any x, any rule); dequant: vectorized e2m1 to 16-bit out with MX
+// (ue8m0) scales; nothing else.
+TEST(QuantConfig, PackedPairsOnlyForFp4) {
   for (int x_bytes : {2, 4}) {
     for (int code_bits : {4, 8}) {
-      for (bool mx : {true, false}) {
-        for (bool allow : {true, false}) {
-          QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 32);
-          p.mx_scales = mx;
-          p.packed_fp4 = allow;
-          const QuantConfig c = make_quant_config(p);
-          EXPECT_TRUE(c.vectorized);
-          EXPECT_EQ(c.packed, x_bytes == 2 && code_bits == 4 && mx && allow)
-              << x_bytes << " " << code_bits << " " << mx << " " << allow;
-          p.x_align = 4;  // generic path: never packed
-          EXPECT_FALSE(make_quant_config(p).packed);
+      for (bool allow : {true, false}) {
+        QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 32);
+        p.packed_fp4 = allow;
+        const QuantConfig c = make_quant_config(p);
+        EXPECT_TRUE(c.vectorized);
+        EXPECT_EQ(c.packed, code_bits == 4 && allow) << x_bytes << " " << code_bits << " " << allow;
+        p.x_align = 4;  // generic path: never packed
+        EXPECT_FALSE(make_quant_config(p).packed);
+        for (bool mx : {true, false}) {
           DequantProblem d;
           d.out_bytes = x_bytes;
           d.code_bits = code_bits;
@@ -317,6 +316,49 @@ TEST(QuantMath, QuantizeExactNextToEveryMidpoint) {
     const float bs = static_cast<float>(fp::decode(DType::e4m3, static_cast<uint64_t>(rng.randint(1, 0x7E))));
     sweep_near_midpoints<CodeFormat::e2m1>(rng, bs, s);    // nvfp4: block_scale * tensor_scale
   }
+}
+
+// num::near_key, the quant kernels' wider chunk filter (nvfp4, version 5): every t within 8 f32
+// ulps of an e2m1 / e4m3 midpoint passes, and every t near_midpoint accepts (next to F's
+// midpoints scaled by 2^-20 .. 2^20, and among random values); zero does not; and on random values in F's
+// range it passes about 17 in 2^21 (e2m1) / 2^19 (e4m3) of them, not many more (the branch it
+// guards must stay rare).
+template <CodeFormat F>
+void near_key_covers_near_midpoint(check::Rng& rng) {
+  const DType dt = dtype_of<F>();
+  int64_t missed = 0, passed_random = 0;
+  for (uint64_t c = 0; c + 1 < sweep_end<F>(); ++c) {
+    const long double mid = (fp::decode(dt, c) + fp::decode(dt, c + 1)) / 2;
+    for (int e = -20; e <= 20; ++e) {  // near_midpoint also looks at the binade (below F's normals)
+      float t = static_cast<float>(std::ldexp(static_cast<double>(mid), e));
+      for (int j = 0; j < 8; ++j) t = std::nextafter(t, 0.0f);
+      for (int j = 0; j <= 16; ++j, t = std::nextafter(t, 1e30f)) {
+        for (float v : {t, -t}) {
+          const bool key = num::near_key<F>(v) <= num::kNearKeyMax<F>;
+          if (e == 0 && !key && missed++ < 5) ADD_FAILURE() << "missed " << v << " (F's midpoint " << static_cast<double>(mid) << ")";
+          if (num::near_midpoint<F>(v) && !key && missed++ < 5) ADD_FAILURE() << "missed " << v;
+        }
+      }
+    }
+  }
+  constexpr int kSamples = 1 << 20;
+  for (int i = 0; i < kSamples; ++i) {
+    const float v = static_cast<float>(rng.uniform(-1.0, 1.0) * CodeTraits<F>::kMax);
+    const bool key = num::near_key<F>(v) <= num::kNearKeyMax<F>;
+    if (num::near_midpoint<F>(v) && !key && missed++ < 5) ADD_FAILURE() << "missed " << v;
+    passed_random += key;
+  }
+  EXPECT_EQ(missed, 0);
+  EXPECT_FALSE(num::near_key<F>(0.0f) <= num::kNearKeyMax<F>);
+  EXPECT_FALSE(num::near_key<F>(-0.0f) <= num::kNearKeyMax<F>);
+  const double expected = kSamples * 17.0 / std::ldexp(1.0, 23 - CodeTraits<F>::kMantissaBits - 1);
+  EXPECT_LT(passed_random, 4 * expected + 16) << "the filter passes too many values";
+}
+
+TEST(QuantMath, NearKeyCoversNearMidpoint) {
+  TEJAS_SEEDED_TEST_RNG();
+  near_key_covers_near_midpoint<CodeFormat::e2m1>(rng);
+  near_key_covers_near_midpoint<CodeFormat::e4m3>(rng);
 }
 
 // Round-to-nearest-even of a normal value to `mbits` mantissa bits (min exponent `emin`), in

@@ -105,41 +105,54 @@ TEST(KvCacheWrite, DistinctStridesForKAndV) {
   }
 }
 
-// Llama-3.1-8B's kv heads (8 x 128), e4m3 caches, 6 tokens, every third skipped: the cached
-// tokens' k and v read once, the slots and scales once, the cache rows written once, every request
-// sector-ideal; no findings; prefetches only with rope.v_prefetch=1.
+// Llama-3.1-8B's kv heads (8 x 128), e4m3 caches, 6 tokens, every third skipped: the cache rows
+// written once, the slots and scales read once, every request sector-ideal, no findings. k and v:
+// the loads-first kernel (rope.kv_loads_first=1, the default) reads every token's rows once,
+// the skipped tokens' too (its loads go out before the slot is known), and prefetches nothing;
+// the rope kernel's kv-only path (0) reads the cached tokens' rows only, and prefetches only with
+// rope.v_prefetch=1. Each mode must run its own kernel (last_launch).
 TEST(KvCacheWrite, EmulatorMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int v_prefetch : {0, 1}) {
-    detail::Tune tune;  // the defaults, whatever TEJAS_TUNE says; then the v prefetch on
-    tune.rope_v_prefetch = v_prefetch;
-    const detail::ScopedTuneOverride override_tune(tune);
-    SCOPED_TRACE(::testing::Message() << "rope.v_prefetch=" << v_prefetch);
-    const KvShape s{6, 1, 8, 128, 2, 2, 16};
-    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
-    ExecContext ctx;
-    ctx.backend = Backend::emulator;
-    ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
-    const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
-    EXPECT_TRUE(rep.ok()) << rep.summary();
-    const uint64_t cached = 4, row = s.Hk * s.D;
-    EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * cached * row * 2 + s.T * 8 + 2 * 4);
-    EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * cached * row);
-    EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
-    EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
-    // rope.v_prefetch=1: each token's v vectors once (skipped tokens' too); a prefetch moves no bytes.
-    EXPECT_EQ(rep.counters.global_prefetches, v_prefetch ? s.T * s.Hk * (s.D / 8) : 0u);
+  for (int loads_first : {1, 0}) {
+    for (int v_prefetch : {0, 1}) {
+      detail::Tune tune;  // the defaults, whatever TEJAS_TUNE says; then the variants
+      tune.rope_kv_loads_first = loads_first;
+      tune.rope_v_prefetch = v_prefetch;
+      const detail::ScopedTuneOverride override_tune(tune);
+      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " rope.v_prefetch=" << v_prefetch);
+      const KvShape s{6, 1, 8, 128, 2, 2, 16};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
+      ExecContext ctx;
+      ctx.backend = Backend::emulator;
+      ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+      EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
+      const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+      EXPECT_TRUE(rep.ok()) << rep.summary();
+      const uint64_t cached = 4, row = s.Hk * s.D, read_rows = loads_first ? s.T : cached;
+      EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * read_rows * row * 2 + s.T * 8 + 2 * 4);
+      EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * cached * row);
+      EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
+      EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+      // rope.v_prefetch=1 (rope kernel): each token's v vectors once (skipped tokens' too); a
+      // prefetch moves no bytes.
+      EXPECT_EQ(rep.counters.global_prefetches, v_prefetch && !loads_first ? s.T * s.Hk * (s.D / 8) : 0u);
+    }
   }
 }
 
-// The rope family's tune knobs that reach this op (rope.heads, rope.v_prefetch) change no result.
+// The rope family's tune knobs that reach this op (rope.kv_loads_first=0: the rope kernel's
+// kv-only path, with rope.heads and rope.v_prefetch on top) change no result.
 TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
   TEJAS_SEEDED_TEST_RNG();
-  detail::Tune both = ropetest::two_heads();
-  both.rope_v_prefetch = 1;
-  const detail::ScopedTuneOverride variants(both);
-  run_all(rng, Backend::emulator);
-  if (check::cuda_available()) run_all(rng, Backend::cuda);
+  for (int heads : {1, 2}) {
+    detail::Tune t = heads == 2 ? ropetest::two_heads() : detail::Tune{};
+    t.rope_v_prefetch = 1;
+    t.rope_kv_loads_first = 0;
+    const detail::ScopedTuneOverride variants(t);
+    SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=0 rope.heads=" << heads);
+    run_all(rng, Backend::emulator);
+    if (check::cuda_available()) run_all(rng, Backend::cuda);
+  }
 }
 
 // One rule per case: the call fails naming the argument, and no cache byte is written.
