@@ -142,18 +142,54 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
 // start and a, b, rs derived once per column: the registers held through the head loop took
 // the VEC 1 and 2 kernels from 56-62 to 62-68 on sm_90a (64 is the line for two 512-thread
 // blocks per SM).
-template <num::CodeFormat F, class S, int N>
+// v4 (kv_write_kernel): the vector's values are tested together with num::near_key (one multiply-add per value on
+// the FMA pipe and a running minimum; it passes every value near_midpoint does), and only a
+// vector with one near a midpoint takes the per-value round_quotient path (a uniform-ish branch:
+// ~17 in 2^19 e4m3 values pass); the others convert their quotients in pairs (one cvt per two).
+// NOTES: v3 ran round_quotient on every value: near_midpoint's ~7 integer instructions and a
+// branch around each value's nudge, and one cvt per value (SASS sm_90a, kv_write_kernel<Bf16, 8>:
+// ~14 instructions per value, 9 of them on the ALU pipe).
+// kFiltered = false (rope_kernel): v3's per-value form; the filtered form's quotients, live
+// through the test, took the fused kernels' registers from 96 to 114 (sm_90a, two heads).
+template <num::CodeFormat F, class S, int N, bool kFiltered>
 __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const Fp8Divisor& d, uint8_t (&codes)[N]) {
+  if constexpr (!kFiltered) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const float x = S::to_f32(vals[j]);
+      codes[j] = num::round_quotient<F>(x * d.rs, (x * d.a) * d.b, 1.0f, d.sc_r);
+    }
+    return;
+  }
+  float t[N];
+  uint32_t key = ~0u;
   #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const float x = S::to_f32(vals[j]);
-    codes[j] = num::round_quotient<F>(x * d.rs, (x * d.a) * d.b, 1.0f, d.sc_r);
+    t[j] = (S::to_f32(vals[j]) * d.a) * d.b;
+    const uint32_t k = num::near_key<F>(t[j]);
+    key = k < key ? k : key;
   }
+  if (key <= num::kNearKeyMax<F>) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j) codes[j] = num::round_quotient<F>(S::to_f32(vals[j]) * d.rs, t[j], 1.0f, d.sc_r);
+    return;
+  }
+  if constexpr (N % 2 == 1) {
+    codes[N - 1] = num::CodeTraits<F>::encode(t[N - 1]);
+    if constexpr (N == 1) return;
+  }
+  // The pairs as 16-bit words copied whole (as bytes, nvcc split and re-packed each pair).
+  uint16_t pairs[N / 2 > 0 ? N / 2 : 1];
+  #pragma unroll
+  for (int j = 0; j + 1 < N; j += 2)
+    pairs[j / 2] = F == num::CodeFormat::e4m3 ? num::f32x2_to_e4m3x2(t[j], t[j + 1]) : num::f32x2_to_e5m2x2(t[j], t[j + 1]);
+  memcpy(codes, pairs, N / 2 * 2);
 }
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
 // value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
-template <class S, int N>
+// kFiltered: cache_codes's v4 form (kv_write_kernel).
+template <class S, int N, bool kFiltered = false>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const Loaded<float>& scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
@@ -162,8 +198,8 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   }
   uint8_t codes[N];
   const Fp8Divisor d = fp8_divisor(scale.get());
-  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N>(vals, d, codes);
-  else cache_codes<num::CodeFormat::e5m2, S, N>(vals, d, codes);
+  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kFiltered>(vals, d, codes);
+  else cache_codes<num::CodeFormat::e5m2, S, N, kFiltered>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
@@ -408,8 +444,10 @@ __device__ __forceinline__ KvVector kv_vector(int64_t it, int64_t per_row, int64
 // trips in a row per thread, 24-54 % of the copy floor on the H200. Here a skipped token's rows
 // are read too (their loads are out before the slot is known): T_skipped x 2 x Hk x D elements
 // more than the compulsory bytes, nothing written.
+// Launch bounds: two 512-thread blocks per SM, i.e. at most 64 registers (without, the f16
+// 16-byte kernel took 71 on sm_90a, 3 blocks of 256 per SM instead of 4); 0 spills.
 template <class S, int VEC>
-__global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_write_kernel(const RopeParams p) {
+__global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const RopeParams p) {
   using Raw = typename S::Raw;
   const int group = p.col_threads * p.head_lanes;
   const int local = static_cast<int>(threadIdx.x) % group;
@@ -441,10 +479,14 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_write_kernel(const Rop
       const int64_t it = base + b * group;
       if (it >= 2 * per_row) break;
       const impl::KvVector w = impl::kv_vector<VEC>(it, per_row, cols);
+      // NOTES: the fp8 divisors derived once per thread instead of per stored vector took the
+      // 16-byte kernels from 64 to 69 registers (sm_90a): 3 blocks of 256 per SM instead of 4.
       if (w.is_v)
-        impl::store_cache<S, VEC>(p, p.v_cache, blk * p.vc_block + in_blk * p.vc_slot + w.h * p.vc_head + w.d0, v_scale, r[b]);
+        impl::store_cache<S, VEC, true>(p, p.v_cache, blk * p.vc_block + in_blk * p.vc_slot + w.h * p.vc_head + w.d0,
+                                        v_scale, r[b]);
       else
-        impl::store_cache<S, VEC>(p, p.k_cache, blk * p.kc_block + in_blk * p.kc_slot + w.h * p.kc_head + w.d0, k_scale, r[b]);
+        impl::store_cache<S, VEC, true>(p, p.k_cache, blk * p.kc_block + in_blk * p.kc_slot + w.h * p.kc_head + w.d0,
+                                        k_scale, r[b]);
     }
   }
 }

@@ -72,6 +72,47 @@ inline ::testing::AssertionResult code_ok(DType dt, uint64_t got, long double ex
   return ::testing::AssertionFailure() << os.str();
 }
 
+// Every value of dtype `src` (all 2^16 codes) whose f32 quotient x / scale rounds to another
+// `code` than the exact quotient does (double rounding through f32: the f32 quotient lands on,
+// or across, a code midpoint). A kernel that only divides in f32 and converts fails on each.
+inline std::vector<double> double_rounding_values(DType src, DType code, float scale) {
+  std::vector<double> out;
+  check::HostTensor one(src, {1});
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    one.set_bits_flat(0, bits);
+    const double x = one.get_flat(0);
+    if (!std::isfinite(x)) continue;
+    const double exact = static_cast<double>(static_cast<long double>(x) / scale);
+    const float f32_quotient = static_cast<float>(x) / scale;
+    if (ref::encode(code, exact) != ref::encode(code, f32_quotient)) out.push_back(x);
+  }
+  return out;
+}
+
+// The first of a few non-power-of-two scales for which double_rounding_values finds values, and
+// those values (empty when none does).
+struct HardValues {
+  float scale = 0.0f;
+  std::vector<double> values;
+};
+inline HardValues hard_values(DType src, DType code) {
+  HardValues h;
+  for (float candidate : {1.1f, 0.37f, 0.7071f, 0.0123456f, 3.3f}) {
+    h.values = double_rounding_values(src, code, candidate);
+    h.scale = candidate;
+    if (!h.values.empty()) break;
+  }
+  return h;
+}
+// k and v filled with the values in turn, each sign in its own pattern.
+inline void fill_hard(check::HostTensor& k, check::HostTensor& v, const std::vector<double>& values) {
+  for (int64_t i = 0; i < k.numel(); ++i) {
+    const double x = values[static_cast<size_t>(i) % values.size()];
+    k.set_flat(i, (i / 3) % 2 ? -x : x);
+    v.set_flat(i, (i / 5) % 2 ? -x : x);
+  }
+}
+
 // Every cache row: written rows hold enc(stored source), the others keep their poison.
 inline void check_cache(const check::HostTensor& cache, const check::HostTensor& src, const check::HostTensor& slots,
                         const check::HostTensor& scale,

@@ -5,6 +5,8 @@
 // (compulsory bytes, sector-ideal requests); validation naming the argument; index contents.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -153,6 +155,59 @@ TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
     run_all(rng, Backend::emulator);
     if (check::cuda_available()) run_all(rng, Backend::cuda);
   }
+}
+
+// fp8 caches hold the exact quotient's code on the values where an f32 division and conversion
+// rounds twice (ropetest::double_rounding_values: every bf16 / f16 value scanned for the scale),
+// both signs, and at extreme scales (subnormal, tiny with normal reciprocals, near 2^127), for
+// both kernels: the loads-first one (its vectors' values tested together by num::near_key, the
+// near ones resolved one by one) and the rope kernel's kv-only path.
+void fp8_hard_values(check::Rng& rng, int loads_first) {
+  detail::Tune t;
+  t.rope_kv_loads_first = loads_first;
+  const detail::ScopedTuneOverride variant(t);
+  constexpr int64_t Hk = 2, D = 8;
+  for (DType qt : {DType::bf16, DType::f16}) {
+    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+      const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
+      const float scale = h.scale;
+      const std::vector<double>& hard = h.values;
+      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " " << dtype_name(qt) << " -> "
+                                        << dtype_name(cache_dt) << " scale " << scale << ": " << hard.size() << " values");
+      ASSERT_FALSE(hard.empty());
+      const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(hard.size()) + Hk * D - 1) / (Hk * D));
+      const KvShape s{T, 1, Hk, D, D, T, 1};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+      ropetest::fill_hard(b.k, b.v, hard);
+      TEJAS_ASSERT_OK(kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.k, b.v, b.slots, b.paged()));
+      EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
+      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    }
+  }
+  for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+    for (float scale : {1e-39f, 4.1e-39f, 8.5e-39f, std::bit_cast<float>(0x003C3C3Cu), 1.2e38f, 3e38f, 3.4e38f}) {
+      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " bf16 -> " << dtype_name(cache_dt)
+                                        << " scale " << scale);
+      const KvShape s{8, 1, Hk, D, D, 8, 1};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+      const double top = cache_dt == DType::e4m3 ? 600.0 : 70000.0;
+      for (int64_t i = 0; i < b.k.numel(); ++i) {
+        b.k.set_flat(i, static_cast<double>(scale) * rng.uniform(-top, top));
+        b.v.set_flat(i, static_cast<double>(scale) * std::ldexp(rng.uniform(-1.0, 1.0), static_cast<int>(rng.randint(-12, 16))));
+      }
+      b.v.set_flat(0, std::ldexp(1.0, -127));  // 0x003C3C3C: just above an e4m3 midpoint
+      TEJAS_ASSERT_OK(kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.k, b.v, b.slots, b.paged()));
+      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    }
+  }
+}
+
+TEST(KvCacheWrite, Fp8CachesRoundTheExactQuotient) {
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_hard_values(rng, 1);
+  fp8_hard_values(rng, 0);
 }
 
 // One rule per case: the call fails naming the argument, and no cache byte is written.

@@ -32,23 +32,6 @@ namespace {
 
 constexpr int64_t kMaxPos = 40;
 
-// Every value of dtype `src` (all 2^16 codes) whose f32 quotient x / scale rounds to another
-// `code` than the exact quotient does (double rounding through f32: the f32 quotient lands on,
-// or across, a code midpoint). A kernel that only divides in f32 and converts fails on each.
-std::vector<double> double_rounding_values(DType src, DType code, float scale) {
-  std::vector<double> out;
-  HostTensor one(src, {1});
-  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
-    one.set_bits_flat(0, bits);
-    const double x = one.get_flat(0);
-    if (!std::isfinite(x)) continue;
-    const double exact = static_cast<double>(static_cast<long double>(x) / scale);
-    const float f32_quotient = static_cast<float>(x) / scale;
-    if (ref::encode(code, exact) != ref::encode(code, f32_quotient)) out.push_back(x);
-  }
-  return out;
-}
-
 struct Variant {
   DType qt, cache, cos;
   RopeStyle style;
@@ -206,13 +189,9 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
   for (DType qt : {DType::bf16, DType::f16}) {
     for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
       // The first scale (non-powers of two) with such values.
-      float scale = 0.0f;
-      std::vector<double> hard;
-      for (float candidate : {1.1f, 0.37f, 0.7071f, 0.0123456f, 3.3f}) {
-        hard = double_rounding_values(qt, cache_dt, candidate);
-        scale = candidate;
-        if (!hard.empty()) break;
-      }
+      const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
+      const float scale = h.scale;
+      const std::vector<double>& hard = h.values;
       SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " scale " << scale
                                         << ": " << hard.size() << " double-rounding values");
       ASSERT_FALSE(hard.empty()) << "no value to test: the scan found none for any scale";
@@ -220,11 +199,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
       const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(hard.size()) + Hk * D - 1) / (Hk * D));
       const KvShape s{T, 1, Hk, D, D, T, 1};
       KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
-      for (int64_t i = 0; i < b.k.numel(); ++i) {
-        const double x = hard[static_cast<size_t>(i) % hard.size()];
-        b.k.set_flat(i, (i / 3) % 2 ? -x : x);  // both signs
-        b.v.set_flat(i, (i / 5) % 2 ? -x : x);
-      }
+      ropetest::fill_hard(b.k, b.v, hard);  // both signs
       for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
       const HostTensor k_in = ropetest::gather(b.k.view());
       TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
