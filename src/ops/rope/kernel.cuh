@@ -159,31 +159,31 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
       const float x = S::to_f32(vals[j]);
       codes[j] = num::round_quotient<F>(x * d.rs, (x * d.a) * d.b, 1.0f, d.sc_r);
     }
-    return;
-  }
-  float t[N];
-  uint32_t key = ~0u;
-  #pragma unroll
-  for (int j = 0; j < N; ++j) {
-    t[j] = (S::to_f32(vals[j]) * d.a) * d.b;
-    const uint32_t k = num::near_key<F>(t[j]);
-    key = k < key ? k : key;
-  }
-  if (key <= num::kNearKeyMax<F>) {
+  } else {
+    float t[N];
+    uint32_t key = ~0u;
     #pragma unroll
-    for (int j = 0; j < N; ++j) codes[j] = num::round_quotient<F>(S::to_f32(vals[j]) * d.rs, t[j], 1.0f, d.sc_r);
-    return;
+    for (int j = 0; j < N; ++j) {
+      t[j] = (S::to_f32(vals[j]) * d.a) * d.b;
+      const uint32_t k = num::near_key<F>(t[j]);
+      key = k < key ? k : key;
+    }
+    if (key <= num::kNearKeyMax<F>) {
+      #pragma unroll
+      for (int j = 0; j < N; ++j) codes[j] = num::round_quotient<F>(S::to_f32(vals[j]) * d.rs, t[j], 1.0f, d.sc_r);
+    } else {
+      if constexpr (N % 2 == 1) codes[N - 1] = num::CodeTraits<F>::encode(t[N - 1]);
+      if constexpr (N >= 2) {
+        // The pairs as 16-bit words copied whole (as bytes, nvcc split and re-packed each pair).
+        uint16_t pairs[N / 2];
+        #pragma unroll
+        for (int j = 0; j < N / 2; ++j)
+          pairs[j] = F == num::CodeFormat::e4m3 ? num::f32x2_to_e4m3x2(t[2 * j], t[2 * j + 1])
+                                                : num::f32x2_to_e5m2x2(t[2 * j], t[2 * j + 1]);
+        memcpy(codes, pairs, sizeof(pairs));
+      }
+    }
   }
-  if constexpr (N % 2 == 1) {
-    codes[N - 1] = num::CodeTraits<F>::encode(t[N - 1]);
-    if constexpr (N == 1) return;
-  }
-  // The pairs as 16-bit words copied whole (as bytes, nvcc split and re-packed each pair).
-  uint16_t pairs[N / 2 > 0 ? N / 2 : 1];
-  #pragma unroll
-  for (int j = 0; j + 1 < N; j += 2)
-    pairs[j / 2] = F == num::CodeFormat::e4m3 ? num::f32x2_to_e4m3x2(t[j], t[j + 1]) : num::f32x2_to_e5m2x2(t[j], t[j + 1]);
-  memcpy(codes, pairs, N / 2 * 2);
 }
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
