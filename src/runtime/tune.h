@@ -8,11 +8,13 @@
 //                          most tiles of groups a warp loads at once (default 4; 1 = one)
 //   quant.max_grid=0..999  quant and dequant kernels (all paths): at most this many blocks, warps
 //                          loop over the rest (default 0 = no cap beyond 2^20)
-//   quant.packed_fp4=0..1  quant_mx / dequant_mx, MX e2m1 (mxfp4) with bf16 / f16 x or out on the
-//                          vectorized paths: 1 (default) = element pairs scaled and converted as
-//                          packed bf16 / f16 (src/device/numeric/packed_half.h; same codes and
-//                          outputs, bit for bit); 0 = element by element in f32, as before. Not
-//                          yet timed on a GPU
+//   quant.fast_convert=0..1  the vectorized quant / dequant kernels' version 5 (1, default; the
+//                          same codes and outputs, bit for bit): e2m1 codes in pairs (quant_mx:
+//                          mxfp4 from bf16 / f16 as packed 16-bit pairs, nvfp4 and f32 x through
+//                          bf16 rounded to odd; dequant_mx: mxfp4 to bf16 / f16 as packed pairs;
+//                          src/device/numeric/packed_half.h), and the near-midpoint chunks of
+//                          nvfp4 and quant_fp8_group's f32 scales found by num::near_key; 0 = the
+//                          f32 conversions and near_midpoint, as before. Not yet timed on a GPU
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -92,7 +94,7 @@ struct Tune {
   int quant_max_chunks = 4;
   int quant_max_steps = 4;
   int quant_max_grid = 0;
-  int quant_packed_fp4 = 1;
+  int quant_fast_convert = 1;
   int dequant_steps = 2;
   int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;

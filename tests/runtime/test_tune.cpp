@@ -38,7 +38,7 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
   const KeyCase cases[] = {
       {"quant.max_steps", &Tune::quant_max_steps, 4, 1, 5, "1..4"},
       {"quant.max_grid", &Tune::quant_max_grid, 0, 528, 1000, "0..999"},
-      {"quant.packed_fp4", &Tune::quant_packed_fp4, 1, 0, 2, "0..1"},
+      {"quant.fast_convert", &Tune::quant_fast_convert, 1, 0, 2, "0..1"},
       {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 1, 1000, "0..999"},
       {"activation.steps", &Tune::activation_steps, 1, 4, 5, "1..4"},
       {"activation.pipeline", &Tune::activation_pipeline, 0, 2, 3, "0..2"},

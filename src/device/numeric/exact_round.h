@@ -134,7 +134,8 @@ __host__ __device__ inline bool near_midpoint(float t) {
 // below-F's-normal-range distinctions are dropped). One multiply-add and one add per value, on
 // the FMA pipe, and an unsigned min per value or two, where near_midpoint takes about seven
 // integer (ALU) instructions. Zero would pass (all its low bits are 0), so t + kNearKeyOffset
-// is tested instead: equal to t for |t| >= 2^-70, far from any midpoint of F for t = 0 (and
+// is tested instead (an add that is never fused with the multiply that made t): equal to t for
+// |t| >= 2^-70, far from any midpoint of F for t = 0 (and
 // for the tiny t it does move, which lie far below F's smallest midpoint, the answer does not
 // matter). Passing a t that is not near a midpoint only costs the correction branch:
 // nudge_off_midpoint leaves such t's code as it is.
@@ -145,7 +146,12 @@ template <CodeFormat F>
 inline constexpr uint32_t kNearKeyMax = 2 * kTieSlackUlps * kNearKeyUp<F>;
 template <CodeFormat F>
 __host__ __device__ inline uint32_t near_key(float t) {
-  return f32_bits(t + kNearKeyOffset) * kNearKeyUp<F> + kTieSlackUlps * kNearKeyUp<F>;
+#if TEJAS_DEVICE_PASS
+  const float shifted = __fadd_rn(t, kNearKeyOffset);  // not contracted with the multiply making t
+#else
+  const float shifted = t + kNearKeyOffset;
+#endif
+  return f32_bits(shifted) * kNearKeyUp<F> + kTieSlackUlps * kNearKeyUp<F>;
 }
 
 // t ~ x / D moved off a possible midpoint onto the exact quotient's side of it, when t is near

@@ -57,6 +57,9 @@ __device__ __forceinline__ uint32_t as_word(typename Half2Type<H>::Pair p) {
 enum class HalfOp { mul, add, min, max };
 
 // Host model of one lane: min / max return the other operand for one NaN (as min / max.bf16x2).
+// Not modelled (the kernels' min / max always have a positive constant as one operand): two
+// zeros of different signs and two NaNs (the model returns the first operand; the GPU orders
+// -0 below +0 and returns its canonical NaN).
 template <class H, HalfOp kOp>
 __host__ __device__ inline uint16_t host_lane(uint16_t a, uint16_t b) {
   const double x = H::to_f32(a), y = H::to_f32(b);
@@ -74,8 +77,9 @@ template <class H, HalfOp kOp>
 __host__ __device__ __forceinline__ uint32_t half2_op(uint32_t a, uint32_t b) {
 #if TEJAS_DEVICE_PASS
   const auto pa = as_pair<H>(a), pb = as_pair<H>(b);
-  if constexpr (kOp == HalfOp::mul) return as_word<H>(__hmul2(pa, pb));
-  else if constexpr (kOp == HalfOp::add) return as_word<H>(__hadd2(pa, pb));
+  // The _rn forms: never contracted with a neighbouring add or multiply into one fma.
+  if constexpr (kOp == HalfOp::mul) return as_word<H>(__hmul2_rn(pa, pb));
+  else if constexpr (kOp == HalfOp::add) return as_word<H>(__hadd2_rn(pa, pb));
   else if constexpr (kOp == HalfOp::min) return as_word<H>(__hmin2(pa, pb));
   else return as_word<H>(__hmax2(pa, pb));
 #else

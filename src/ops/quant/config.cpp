@@ -68,7 +68,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.chunks = static_cast<int>(nvec / lanes);
       c.steps = c.chunks == 1 ? std::clamp(p.max_steps, 1, kMaxChunks) : 1;
       c.groups_per_warp = kWarp / lanes;
-      c.packed = p.packed_fp4 && p.code_bits == 4;
+      c.fast_convert = p.fast_convert && (p.code_bits == 4 || p.f32_scales);
       c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block), p.max_grid);
       return c;
     }
@@ -87,7 +87,7 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
     c.vectorized = true;
     c.vec = vec;
     c.steps = p.steps < 1 ? 1 : (p.steps > kMaxDequantSteps ? kMaxDequantSteps : p.steps);
-    c.packed = p.packed_fp4 && p.mx_scales && p.out_bytes == 2 && p.code_bits == 4;
+    c.fast_convert = p.fast_convert && p.mx_scales && p.out_bytes == 2 && p.code_bits == 4;
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }
@@ -99,7 +99,7 @@ std::string QuantConfig::to_string() const {
   std::ostringstream os;
   if (vectorized) {
     os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, " << steps
-       << " tiles/step, " << (packed ? "packed pairs, " : "");
+       << " tiles/step, " << (fast_convert ? "fast conversion, " : "");
   } else {
     os << "generic (warp per group, " << elems_per_lane << " elems per lane), ";
   }
@@ -110,7 +110,7 @@ std::string QuantConfig::to_string() const {
 std::string DequantConfig::to_string() const {
   std::ostringstream os;
   os << (vectorized ? "vectorized" : "generic") << " vec " << vec << ", " << steps << " steps/thread, "
-     << (packed ? "packed pairs, " : "") << threads
+     << (fast_convert ? "fast conversion, " : "") << threads
      << " threads, grid " << grid;
   return os.str();
 }

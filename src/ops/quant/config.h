@@ -46,7 +46,8 @@ struct QuantProblem {
   // quant.max_steps).
   int max_steps = kMaxChunks;
   int max_grid = 0;  // > 0: at most this many blocks (TEJAS_TUNE quant.max_grid); 0: kMaxGrid
-  bool packed_fp4 = true;  // TEJAS_TUNE quant.packed_fp4: allow the packed-pair e2m1 paths
+  bool f32_scales = false;   // the fp8_f32 rule (divisors that are not powers of two)
+  bool fast_convert = true;  // TEJAS_TUNE quant.fast_convert: allow the version 5 conversions
 };
 
 struct QuantConfig {
@@ -58,10 +59,11 @@ struct QuantConfig {
   int elems_per_lane = 1;    // generic: 1 (e4m3) or 2 (e2m1: one code byte)
   int threads = kThreads;
   int64_t groups_per_warp = 1;  // per step: 32 / lanes_per_group (vectorized) or 1
-  // Vectorized, e2m1 codes: codes converted in pairs (src/device/numeric/packed_half.h): scaled
-  // and rounded as packed bf16 / f16 (16-bit x, MX scales), else through bf16 rounded to odd;
-  // rather than element by element in f32.
-  bool packed = false;
+  // Version 5 (vectorized; e2m1 codes or f32 scales): e2m1 codes converted in pairs
+  // (src/device/numeric/packed_half.h: scaled and rounded as packed bf16 / f16 for 16-bit x with
+  // MX scales, else through bf16 rounded to odd) rather than element by element in f32, and the
+  // inexact rules' (nvfp4, fp8 f32 scales) near-midpoint chunks found by num::near_key.
+  bool fast_convert = false;
   int64_t grid = 1;
   std::string to_string() const;
 };
@@ -79,15 +81,16 @@ struct DequantProblem {
   int steps = 2;
   int max_grid = 0;  // as QuantProblem's
   bool mx_scales = false;  // ue8m0 scales (MX)
-  bool packed_fp4 = true;  // as QuantProblem's
+  bool fast_convert = true;  // as QuantProblem's
 };
 
 struct DequantConfig {
   bool vectorized = false;
   int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
   int steps = 1;         // vectorized: steps per thread, all loads issued first (<= kMaxDequantSteps)
-  // Vectorized, e2m1 codes, MX scales, 16-bit out: pairs decoded and scaled as packed bf16 / f16.
-  bool packed = false;
+  // Vectorized, e2m1 codes, MX scales, 16-bit out: pairs decoded and scaled as packed bf16 / f16
+  // (version 4 of the MX e2m1 path).
+  bool fast_convert = false;
   int threads = kThreads;
   int64_t grid = 1;
   std::string to_string() const;

@@ -233,7 +233,8 @@ inline constexpr int kQuantBlocksPerSm = TEJAS_ARCH == 0 || TEJAS_ARCH >= 900 ? 
 // Version 5 (kPacked, 16-bit x to e2m1 with MX scales): each pair of elements is scaled and
 // rounded as a packed bf16 / f16 pair (num::half2_to_e2m1_lanes, src/device/numeric/
 // packed_half.h) instead of element by element in f32: the scale 2^-e is exact in x's format,
-// so x * 2^-e is the same value either way, and the codes are bit for bit the same.
+// so x * 2^-e is the same value either way except where the 16-bit product underflows (only
+// far below e2m1's smallest step), and the codes are bit for bit the same.
 template <class X>
 struct PackedMxScale {
   uint32_t m1 = 0, m2 = 0;  // 2^-e = m1 * m2, each a pair of x's format (m2 unused for bf16)
@@ -263,7 +264,8 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
   return num::half2_to_e2m1_lanes<X>(v);
 }
 
-template <class X, CodeFormat F, ScaleRule R, bool kPacked = false>
+// kFast: version 5 (config.fast_convert; e2m1 codes, or the fp8_f32 rule).
+template <class X, CodeFormat F, ScaleRule R, bool kFast = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
@@ -280,10 +282,12 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   // Divisors that are not powers of two: x * (1 / D) is not exact (num::round_quotient).
   constexpr bool kInexact = R == ScaleRule::fp8_f32 || R == ScaleRule::nvfp4;
   static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
-  static_assert(!kPacked || F == CodeFormat::e2m1, "the packed conversions are e2m1's");
-  // 16-bit x with MX scales: x * 2^-e and its codes as packed 16-bit pairs; the other e2m1
-  // kernels: the f32 values x * (1 / D) (nudged off midpoints), converted in pairs through
-  // bf16 rounded to odd (num::f32x2_to_e2m1_lanes).
+  static_assert(!kFast || F == CodeFormat::e2m1 || R == ScaleRule::fp8_f32, "version 5: e2m1, or fp8 f32 scales");
+  // e2m1 codes: 16-bit x with MX scales: x * 2^-e and its codes as packed 16-bit pairs; the
+  // other e2m1 kernels: the f32 values x * (1 / D) (nudged off midpoints), converted in pairs
+  // through bf16 rounded to odd (num::f32x2_to_e2m1_lanes). The inexact rules (nvfp4, fp8_f32):
+  // the chunk's near-midpoint branch decided by num::near_key.
+  constexpr bool kPacked = kFast && F == CodeFormat::e2m1;
   constexpr bool kPacked16 = kPacked && sizeof(S) == 2 && R == ScaleRule::mx;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
@@ -383,8 +387,9 @@ TEJAS_QUANT_UNROLL
         memcpy(e, &raw[tile + c], sizeof(e));
         float t[kVec];
         [[maybe_unused]] bool near = false;
-        if constexpr (kPacked && kInexact) {
-          // nvfp4, version 5: the wider, cheaper filter (num::near_key) for the chunk's branch.
+        if constexpr (kFast && kInexact) {
+          // nvfp4 and fp8_f32, version 5: the wider, cheaper filter (num::near_key) for the
+          // chunk's branch.
           uint32_t key = ~0u;
 TEJAS_QUANT_UNROLL
           for (int i = 0; i < kVec; ++i) {
@@ -531,13 +536,13 @@ __device__ __forceinline__ typename O::Raw dequant_value(float code, float scale
   else return O::from_f32(a * b);
 }
 
-// ---- dequantization, MX e2m1 to 16-bit out as packed pairs (config.packed) --------------------
+// ---- dequantization, MX e2m1 to 16-bit out as packed pairs (config.fast_convert) --------------------
 // A code's magnitude m (0-7) placed at the mantissa's top bit of a bf16 / f16 word, m << (kMant -
 // 1), is the e2m1 value times 2^(1 - bias) exactly (m = 1 lands on the format's subnormal 2^-bias:
 // e2m1's subnormal 0.5 continues its grid the same way). Two or three packed multiplies by powers
-// of two then give value * 2^e rounded once: the first (2^a, a >= 0) is exact, so only the last
-// rounds (to +-Inf or a subnormal where the result needs it), as the f32 path's one conversion
-// does. bf16: a + b = bias - 1 + e with 0 <= a <= 127. f16: e is first clamped to [-28, 17]
+// of two then give value * 2^e rounded once: the first (2^a, a >= 0) is exact, and of the others
+// exactly one rounds (to +-Inf or a subnormal where the result needs it; f16's third factor is
+// 2^0 whenever its second rounds), as the f32 path's one conversion does. bf16: a + b = bias - 1 + e with 0 <= a <= 127. f16: e is first clamped to [-28, 17]
 // (below, every result rounds to +-0; above, every nonzero one overflows, as they do unclamped),
 // and 14 + e splits into 2^a * 2^b * 2^c, each within f16's exponents.
 template <class O>
@@ -577,7 +582,7 @@ __device__ __forceinline__ uint32_t packed_mx_decode(uint32_t w, const PackedMxO
   return v | ((w & 0x00080008u) << 12);  // the sign: -0 for code 0x8, as the f32 path gives
 }
 
-// kPacked (version 4 of the MX e2m1 path, config.packed): 16-bit out, e2m1 codes, ue8m0 scales.
+// kPacked (version 4 of the MX e2m1 path, config.fast_convert): 16-bit out, e2m1 codes, ue8m0 scales.
 template <class O, CodeFormat F, bool kPacked = false>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;

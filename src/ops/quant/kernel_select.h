@@ -16,27 +16,28 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
-  if (f == e2m1 && packed) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
+  if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
                                                            : quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
   if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
                                                  : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
   switch (rule) {
-    case ScaleRule::fp8_f32: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
+    case ScaleRule::fp8_f32: return fast ? quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true>
+                                         : quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
     case ScaleRule::fp8_ue8m0: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_ue8m0>;
     default: return quant_vec_kernel<X, e4m3, ScaleRule::mx>;
   }
 }
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
-// packed (the config's choice) applies to e2m1 codes.
-inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool packed) {
+// fast (the config's fast_convert): version 5, for e2m1 codes and the fp8_f32 rule.
+inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool fast) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, packed);
-    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, packed);
-    default: return quant_kernel_for<F32>(f, rule, vectorized, packed);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast);
+    default: return quant_kernel_for<F32>(f, rule, vectorized, fast);
   }
 }
 
@@ -50,7 +51,7 @@ DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed) {
   return vectorized ? dequant_vec_kernel<O, CodeFormat::e2m1> : dequant_generic_kernel<O, CodeFormat::e2m1>;
 }
 
-// packed (the config's choice) applies to 16-bit out, e2m1 codes and ue8m0 scales.
+// packed (the config's fast_convert) applies to 16-bit out, e2m1 codes and ue8m0 scales.
 inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed) {
   switch (out) {
     case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed);
@@ -63,10 +64,10 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
 inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_launch(plan, i); }
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
 inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
-  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.packed);
+  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
-  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.packed);
+  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert);
 }
 
 // The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to

@@ -178,7 +178,8 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.max_chunks = detail::tune().quant_max_chunks;
   prob.max_steps = detail::tune().quant_max_steps;
   prob.max_grid = detail::tune().quant_max_grid;
-  prob.packed_fp4 = detail::tune().quant_packed_fp4 != 0;
+  prob.f32_scales = plan.rule == ScaleRule::fp8_f32;
+  prob.fast_convert = detail::tune().quant_fast_convert != 0;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
@@ -212,7 +213,7 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.steps = detail::tune().dequant_steps;
   prob.max_grid = detail::tune().quant_max_grid;
   prob.mx_scales = p.scale_kind == ScaleKind::ue8m0;
-  prob.packed_fp4 = detail::tune().quant_packed_fp4 != 0;
+  prob.fast_convert = detail::tune().quant_fast_convert != 0;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
   return l;

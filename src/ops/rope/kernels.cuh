@@ -2,7 +2,7 @@
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
-// loads-first kernels, one per dtype and width: eight.
+// loads-first kernels, bf16 and f16 x three widths: six.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "tejas/dtype.h"
@@ -18,10 +18,12 @@ KernelFn kernel_for_vec(int vec, bool stage, bool kv_first) {
   constexpr int kWide = kMaxAccessBytes / kElem;
   constexpr int kCompact = kCompactAccessBytes / kElem;  // 1 for f32: the same kernel as one element
   if (kv_first) {  // kv_cache_write's loads-first kernels: one per width (heads and staging n/a)
-    if (vec == kWide) return kv_write_kernel<S, kWide>;
-    if constexpr (kCompact > 1)
+    if constexpr (kElem == 2) {  // kv_cache_write takes bf16 / f16 k and v only (validated)
+      if (vec == kWide) return kv_write_kernel<S, kWide>;
       if (vec == kCompact) return kv_write_kernel<S, kCompact>;
-    return vec == 1 ? kv_write_kernel<S, 1> : nullptr;
+      return vec == 1 ? kv_write_kernel<S, 1> : nullptr;
+    }
+    return nullptr;
   }
   if (vec == kWide) return stage ? rope_kernel<S, kWide, kHeads, true> : rope_kernel<S, kWide, kHeads>;
   if (stage) return nullptr;  // staging kernels: 16-byte accesses only

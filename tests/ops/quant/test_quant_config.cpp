@@ -209,20 +209,26 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.vec, 2);
 }
 
-// The packed-pair e2m1 paths (src/device/numeric/packed_half.h) and TEJAS_TUNE quant.packed_fp4:
-// quant: vectorized e2m1 (any x, any rule); dequant: vectorized e2m1 to 16-bit out with MX
-// (ue8m0) scales; nothing else.
-TEST(QuantConfig, PackedPairsOnlyForFp4) {
+// Version 5 (TEJAS_TUNE quant.fast_convert): quant: vectorized, e2m1 codes (any x, any rule) or
+// the fp8_f32 rule (its near_key filter); dequant: vectorized e2m1 to 16-bit out with MX (ue8m0)
+// scales (the packed pairs); nothing else.
+TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
   for (int x_bytes : {2, 4}) {
     for (int code_bits : {4, 8}) {
+      for (bool f32_scales : {true, false}) {
+        for (bool allow : {true, false}) {
+          QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 32);
+          p.fast_convert = allow;
+          p.f32_scales = f32_scales && code_bits == 8;  // e2m1 has no f32-scale rule
+          const QuantConfig c = make_quant_config(p);
+          EXPECT_TRUE(c.vectorized);
+          EXPECT_EQ(c.fast_convert, (code_bits == 4 || p.f32_scales) && allow)
+              << x_bytes << " " << code_bits << " " << f32_scales << " " << allow;
+          p.x_align = 4;  // generic path: never
+          EXPECT_FALSE(make_quant_config(p).fast_convert);
+        }
+      }
       for (bool allow : {true, false}) {
-        QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 32);
-        p.packed_fp4 = allow;
-        const QuantConfig c = make_quant_config(p);
-        EXPECT_TRUE(c.vectorized);
-        EXPECT_EQ(c.packed, code_bits == 4 && allow) << x_bytes << " " << code_bits << " " << allow;
-        p.x_align = 4;  // generic path: never packed
-        EXPECT_FALSE(make_quant_config(p).packed);
         for (bool mx : {true, false}) {
           DequantProblem d;
           d.out_bytes = x_bytes;
@@ -231,10 +237,10 @@ TEST(QuantConfig, PackedPairsOnlyForFp4) {
           d.K = 1024;
           d.group = 32;
           d.mx_scales = mx;
-          d.packed_fp4 = allow;
-          EXPECT_EQ(make_dequant_config(d).packed, x_bytes == 2 && code_bits == 4 && mx && allow);
+          d.fast_convert = allow;
+          EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && mx && allow);
           d.q_align = 1;
-          EXPECT_FALSE(make_dequant_config(d).packed);
+          EXPECT_FALSE(make_dequant_config(d).fast_convert);
         }
       }
     }
@@ -359,6 +365,7 @@ TEST(QuantMath, NearKeyCoversNearMidpoint) {
   TEJAS_SEEDED_TEST_RNG();
   near_key_covers_near_midpoint<CodeFormat::e2m1>(rng);
   near_key_covers_near_midpoint<CodeFormat::e4m3>(rng);
+  near_key_covers_near_midpoint<CodeFormat::e5m2>(rng);  // rope's and kv_cache_write's e5m2 caches
 }
 
 // Round-to-nearest-even of a normal value to `mbits` mantissa bits (min exponent `emin`), in

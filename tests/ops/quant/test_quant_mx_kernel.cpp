@@ -187,7 +187,7 @@ TEST(QuantMxKernel, NonFiniteZeroTinyAndExponentClamp) {
   non_finite_zero_tiny_and_exponent_clamp(rng);
 }
 
-// mxfp4 from bf16 / f16 (the packed-pair path, quant.packed_fp4=1, and the f32 path at 0): a
+// mxfp4 from bf16 / f16 (the packed-pair path, quant.fast_convert=1, and the f32 path at 0): a
 // row per amax binade of x's format, subnormals to its largest exponent, each block holding
 // the e2m1 code values and midpoints at that block's scale (x * 2^-e on them) with both
 // neighbouring 16-bit values, and random values; then rows of zeros, +-0, the format's extremes
@@ -228,14 +228,14 @@ void packed_fp4_quant_exponents_and_ties(check::Rng& rng) {
     x.set(s0 + 6 * B + 2, -kInf);
     x.set(s0 + 7 * B + 3, std::numeric_limits<double>::quiet_NaN());
     for (int packed : {1, 0}) {
-      SCOPED_TRACE(testing::Message() << dtype_name(xd) << " quant.packed_fp4=" << packed);
+      SCOPED_TRACE(testing::Message() << dtype_name(xd) << " quant.fast_convert=" << packed);
       detail::Tune t;
-      t.quant_packed_fp4 = packed;
+      t.quant_fast_convert = packed;
       const detail::ScopedTuneOverride variant(t);
       PlacedTensor q(DType::e2m1, {rows, 2 * B}), s(DType::ue8m0, {rows, 2});
       const quant_kernel::QuantPlan plan =
           quant_kernel::plan_quant(x, q, s, TensorView{}, B, quant_kernel::ScaleRule::mx);
-      EXPECT_EQ(quant_kernel::quant_launch(plan, 0).config.packed, packed == 1);
+      EXPECT_EQ(quant_kernel::quant_launch(plan, 0).config.fast_convert, packed == 1);
       check_quant({MxFormat::mxfp4, xd, {rows, 2 * B}}, x, nullptr);
     }
   }
@@ -260,13 +260,13 @@ void packed_fp4_dequant_every_scale_and_code() {
     PlacedTensor out_ref(od, {rows, B});
     TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), MxFormat::mxfp4, q, s, TensorView{}, out_ref));
     for (int packed : {1, 0}) {
-      SCOPED_TRACE(testing::Message() << dtype_name(od) << " quant.packed_fp4=" << packed);
+      SCOPED_TRACE(testing::Message() << dtype_name(od) << " quant.fast_convert=" << packed);
       detail::Tune t;
-      t.quant_packed_fp4 = packed;
+      t.quant_fast_convert = packed;
       const detail::ScopedTuneOverride variant(t);
       PlacedTensor out(od, {rows, B});
       const quant_kernel::DequantPlan plan = quant_kernel::plan_dequant(q, s, TensorView{}, out, B);
-      EXPECT_EQ(quant_kernel::dequant_launch(plan, 0).config.packed, packed == 1);
+      EXPECT_EQ(quant_kernel::dequant_launch(plan, 0).config.fast_convert, packed == 1);
       TEJAS_ASSERT_OK(run_kernel({&q, &s}, {&out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
         return dequant_mx(ctx, MxFormat::mxfp4, v[0], v[1], TensorView{}, v[2]);
       }));
@@ -432,6 +432,7 @@ TEST(QuantMxKernel, CudaMatchesReference) {
   nvfp4_tensor_scale_at_range_ends(rng);
   non_finite_zero_tiny_and_exponent_clamp(rng);
   nvfp4_near_ties_round_exactly(rng);
+  packed_fp4_quant_exponents_and_ties(rng);
 }
 
 // Debug-check mode on cuda: a device tensor_scale is read and judged before any launch (outside
@@ -478,6 +479,7 @@ TEST(DequantMxKernel, CudaMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const ScopedKernelBackend cuda(Backend::cuda);
   dequant_random_shapes(rng);
+  packed_fp4_dequant_every_scale_and_code();
 }
 
 TEST(QuantMxKernel, CudaTunedVariantsMatchReference) {

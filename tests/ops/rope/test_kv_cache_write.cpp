@@ -30,6 +30,27 @@ constexpr KvShape kShapes[] = {{1, 1, 1, 8, 2, 1, 1},   {5, 1, 2, 128, 2, 2, 4},
                                {7, 1, 1, 3, 2, 3, 3},   {9, 1, 4, 130, 2, 3, 5}, {3, 1, 8, 72, 2, 1, 16},
                                {2, 1, 600, 16, 2, 1, 2}};  // 600 heads: more than one per head lane
 
+// kv_cache_write of b's k and v into b's caches on `backend` (cuda: through device copies, the
+// caches downloaded after).
+void write_caches(KvBuffers& b, Backend backend) {
+  ExecContext ctx;
+  ctx.backend = backend;
+  if (backend != Backend::cuda) {
+    ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+    return;
+  }
+  check::DeviceMirror k, v, slots, kc, vc, ks, vs;
+  for (auto [m, h] : {std::pair{&k, &b.k}, {&v, &b.v}, {&slots, &b.slots}, {&kc, &b.k_cache}, {&vc, &b.v_cache},
+                      {&ks, &b.k_scale}, {&vs, &b.v_scale}})
+    ASSERT_TRUE(m->upload(*h).ok());
+  const bool fp8 = dtype_is_fp8(b.k_cache.dtype());
+  const PagedKvCache pc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
+  ASSERT_TRUE(kv_cache_write(ctx, k.view(), v.view(), slots.view(), pc).ok());
+  ASSERT_TRUE(check::device_synchronize().ok());
+  ASSERT_TRUE(kc.download(b.k_cache).ok());
+  ASSERT_TRUE(vc.download(b.v_cache).ok());
+}
+
 void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend backend) {
   const std::string what = ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hk, s.D, s.num_blocks, s.block_size}) +
                            " " + std::string(dtype_name(dt)) + " -> " + std::string(dtype_name(cache_dt)) + " on " +
@@ -39,22 +60,7 @@ void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend ba
   b.k_cache.poison();
   b.v_cache.poison();
   const HostTensor k_in = ropetest::gather(b.k.view()), v_in = ropetest::gather(b.v.view());
-  ExecContext ctx;
-  ctx.backend = backend;
-  if (backend != Backend::cuda) {
-    ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
-  } else {
-    check::DeviceMirror k, v, slots, kc, vc, ks, vs;
-    for (auto [m, h] : {std::pair{&k, &b.k}, {&v, &b.v}, {&slots, &b.slots}, {&kc, &b.k_cache}, {&vc, &b.v_cache},
-                        {&ks, &b.k_scale}, {&vs, &b.v_scale}})
-      ASSERT_TRUE(m->upload(*h).ok());
-    const bool fp8 = dtype_is_fp8(cache_dt);
-    const PagedKvCache pc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
-    ASSERT_TRUE(kv_cache_write(ctx, k.view(), v.view(), slots.view(), pc).ok());
-    ASSERT_TRUE(check::device_synchronize().ok());
-    ASSERT_TRUE(kc.download(b.k_cache).ok());
-    ASSERT_TRUE(vc.download(b.v_cache).ok());
-  }
+  write_caches(b, backend);
   ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
   ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
   for (int64_t i = 0; i < b.k.numel(); ++i) {
@@ -108,12 +114,12 @@ TEST(KvCacheWrite, DistinctStridesForKAndV) {
 }
 
 // Llama-3.1-8B's kv heads (8 x 128), e4m3 caches, 6 tokens, every third skipped: the cache rows
-// written once, the slots and scales read once, every request sector-ideal, no findings. k and v:
+// written once (the compulsory writes), the slots and scales read once, every request sector-ideal, no findings. k and v:
 // the loads-first kernel (rope.kv_loads_first=1, the default) reads every token's rows once,
 // the skipped tokens' too (its loads go out before the slot is known), and prefetches nothing;
 // the rope kernel's kv-only path (0) reads the cached tokens' rows only, and prefetches only with
 // rope.v_prefetch=1. Each mode must run its own kernel (last_launch).
-TEST(KvCacheWrite, EmulatorMovesOnlyCompulsoryBytes) {
+TEST(KvCacheWrite, EmulatorCounters) {
   TEJAS_SEEDED_TEST_RNG();
   for (int loads_first : {1, 0}) {
     for (int v_prefetch : {0, 1}) {
@@ -161,8 +167,11 @@ TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
 // rounds twice (ropetest::double_rounding_values: every bf16 / f16 value scanned for the scale),
 // both signs, and at extreme scales (subnormal, tiny with normal reciprocals, near 2^127), for
 // both kernels: the loads-first one (its vectors' values tested together by num::near_key, the
-// near ones resolved one by one) and the rope kernel's kv-only path.
-void fp8_hard_values(check::Rng& rng, int loads_first) {
+// near ones resolved one by one) and the rope kernel's kv-only path. The hard values go in two
+// layouts: every element hard, and one hard element per 8-element vector among values far from
+// any code midpoint (code values times the scale), so that a vector's filter must find its one
+// hard value on its own.
+void fp8_hard_values(check::Rng& rng, int loads_first, Backend backend) {
   detail::Tune t;
   t.rope_kv_loads_first = loads_first;
   const detail::ScopedTuneOverride variant(t);
@@ -172,17 +181,36 @@ void fp8_hard_values(check::Rng& rng, int loads_first) {
       const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
       const float scale = h.scale;
       const std::vector<double>& hard = h.values;
-      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " " << dtype_name(qt) << " -> "
-                                        << dtype_name(cache_dt) << " scale " << scale << ": " << hard.size() << " values");
       ASSERT_FALSE(hard.empty());
-      const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(hard.size()) + Hk * D - 1) / (Hk * D));
-      const KvShape s{T, 1, Hk, D, D, T, 1};
-      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
-      ropetest::fill_hard(b.k, b.v, hard);
-      TEJAS_ASSERT_OK(kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.k, b.v, b.slots, b.paged()));
-      EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
-      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      for (bool sparse : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " " << dtype_name(qt) << " -> "
+                                          << dtype_name(cache_dt) << " scale " << scale << ": " << hard.size()
+                                          << " values" << (sparse ? ", one per vector" : ""));
+        const int64_t per_token = sparse ? Hk : Hk * D;  // hard values per token
+        const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(hard.size()) + per_token - 1) / per_token);
+        const KvShape s{T, 1, Hk, D, D, T, 1};
+        KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+        ropetest::fill_hard(b.k, b.v, hard);
+        if (sparse) {
+          const double codes[] = {0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0};
+          int64_t next = 0;
+          for (int64_t i = 0; i < b.k.numel(); ++i) {
+            if (i % D == (i / D) % D) {  // the vector's hard element, at a different place in each
+              const double x = hard[static_cast<size_t>(next++) % hard.size()];
+              b.k.set_flat(i, (i / 3) % 2 ? -x : x);
+              b.v.set_flat(i, (i / 5) % 2 ? -x : x);
+            } else {
+              const double c = codes[rng.randint(0, 8)] * scale * (rng.randint(0, 1) ? 1 : -1);
+              b.k.set_flat(i, c);
+              b.v.set_flat(i, -c);
+            }
+          }
+        }
+        write_caches(b, backend);
+        EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
+        ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+        ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      }
     }
   }
   for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
@@ -197,7 +225,7 @@ void fp8_hard_values(check::Rng& rng, int loads_first) {
         b.v.set_flat(i, static_cast<double>(scale) * std::ldexp(rng.uniform(-1.0, 1.0), static_cast<int>(rng.randint(-12, 16))));
       }
       b.v.set_flat(0, std::ldexp(1.0, -127));  // 0x003C3C3C: just above an e4m3 midpoint
-      TEJAS_ASSERT_OK(kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.k, b.v, b.slots, b.paged()));
+      write_caches(b, backend);
       ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
       ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
     }
@@ -206,8 +234,15 @@ void fp8_hard_values(check::Rng& rng, int loads_first) {
 
 TEST(KvCacheWrite, Fp8CachesRoundTheExactQuotient) {
   TEJAS_SEEDED_TEST_RNG();
-  fp8_hard_values(rng, 1);
-  fp8_hard_values(rng, 0);
+  fp8_hard_values(rng, 1, Backend::emulator);
+  fp8_hard_values(rng, 0, Backend::emulator);
+}
+
+TEST(KvCacheWrite, CudaFp8CachesRoundTheExactQuotient) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_hard_values(rng, 1, Backend::cuda);
+  fp8_hard_values(rng, 0, Backend::cuda);
 }
 
 // One rule per case: the call fails naming the argument, and no cache byte is written.
