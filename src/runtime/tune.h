@@ -11,10 +11,11 @@
 //   quant.fast_convert=0..1  the vectorized quant / dequant kernels' version 5 (1, default; the
 //                          same codes and outputs, bit for bit): e2m1 codes in pairs (quant_mx:
 //                          mxfp4 from bf16 / f16 as packed 16-bit pairs, nvfp4 and f32 x through
-//                          bf16 rounded to odd; dequant_mx: mxfp4 to bf16 / f16 as packed pairs;
-//                          src/device/numeric/packed_half.h), and the near-midpoint chunks of
-//                          nvfp4 and quant_fp8_group's f32 scales found by num::near_key; 0 = the
-//                          f32 conversions and near_midpoint, as before. Not yet timed on a GPU
+//                          bf16 rounded to odd; dequant_mx: mxfp4 to bf16 / f16 and nvfp4 to bf16
+//                          as packed pairs; src/device/numeric/packed_half.h), and the
+//                          near-midpoint chunks of nvfp4 and quant_fp8_group's f32 scales found
+//                          by num::near_key; 0 = the f32 conversions and near_midpoint, as
+//                          before. Not yet timed on a GPU
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most

@@ -80,7 +80,8 @@ struct DequantProblem {
   // Steps (vectors of out) one thread handles, loads first (TEJAS_TUNE dequant.steps).
   int steps = 2;
   int max_grid = 0;  // as QuantProblem's
-  bool mx_scales = false;  // ue8m0 scales (MX)
+  bool mx_scales = false;     // ue8m0 scales (MX)
+  bool nvfp4_bf16 = false;    // e4m3 block scales (nvfp4) and bf16 out
   bool fast_convert = true;  // as QuantProblem's
 };
 
@@ -88,8 +89,8 @@ struct DequantConfig {
   bool vectorized = false;
   int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
   int steps = 1;         // vectorized: steps per thread, all loads issued first (<= kMaxDequantSteps)
-  // Vectorized, e2m1 codes, MX scales, 16-bit out: pairs decoded and scaled as packed bf16 / f16
-  // (version 4 of the MX e2m1 path).
+  // Vectorized, e2m1 codes: MX scales to 16-bit out, or nvfp4 to bf16: pairs decoded and scaled
+  // as packed bf16 / f16 (version 4 of the e2m1 paths).
   bool fast_convert = false;
   int threads = kThreads;
   int64_t grid = 1;

@@ -582,8 +582,24 @@ __device__ __forceinline__ uint32_t packed_mx_decode(uint32_t w, const PackedMxO
   return v | ((w & 0x00080008u) << 12);  // the sign: -0 for code 0x8, as the f32 path gives
 }
 
-// kPacked (version 4 of the MX e2m1 path, config.fast_convert): 16-bit out, e2m1 codes, ue8m0 scales.
-template <class O, CodeFormat F, bool kPacked = false>
+// nvfp4 to bf16 as packed pairs: code * block_scale is exact in bf16 (at most 2 + 4 significant
+// bits, within [2^-10, 2688]), so it is made as packed pairs like the MX path (the pattern times
+// 2^126, then times the block scale), widened to f32 (a shift or a mask) and multiplied by the
+// tensor scale in f32. That product p rounds once more to bf16, which is exact unless f32's
+// rounding put p on a bf16 rounding midpoint (its low 16 bits 0x8000: it cannot step across
+// one, a midpoint being an f32 value); the vector then takes mul_round_odd per output (about 1
+// vector in 4,000 of random data). Outputs equal the f32 path's bit for bit.
+// w: element 0's code in bits 0-3, element 1's in bits 16-19 (other bits ignored); bs2 the
+// block scale as a bf16 pair (its sign included). Returns code * block_scale of both (bf16 pair).
+__device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t bs2) {
+  constexpr uint32_t kTwo126 = 0x7E807E80u;  // 2^126 in both lanes
+  const uint32_t v = num::hmul2<Bf16>(num::hmul2<Bf16>((w & 0x00070007u) << 6, kTwo126), bs2);
+  return v ^ ((w & 0x00080008u) << 12);  // XOR: a block scale code may be negative
+}
+
+// kPacked (config.fast_convert), 16-bit out, e2m1 codes: ue8m0 scales (version 4 of the MX
+// path) or, with kNvfp4, e4m3 block scales and a tensor scale to bf16.
+template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
@@ -611,7 +627,46 @@ TEJAS_QUANT_UNROLL
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
     }
-    if constexpr (kPacked) {
+    if constexpr (kPacked && kNvfp4) {
+      static_assert(std::is_same_v<O, Bf16> && F == CodeFormat::e2m1, "bf16 outputs of nvfp4 codes");
+      const float ts = load_tensor_scale(p.tensor_scale);  // after the steps' loads
+TEJAS_QUANT_UNROLL
+      for (int st = 0; st < kMaxDequantSteps; ++st) {
+        const int64_t j = j0 + st * stride;
+        if (st >= p.steps || j >= total) continue;
+        const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+        // An e4m3 value is a bf16 value: its f32 bits' top half.
+        const uint32_t bs2 = (num::f32_bits(num::e4m3_to_f32(static_cast<uint8_t>(scale_bits[st]))) >> 16) * 0x00010001u;
+        const uint32_t ev = codes[st] & 0x0F0F0F0Fu, od = (codes[st] >> 4) & 0x0F0F0F0Fu;
+        uint32_t v[4];
+        float prod[8];
+        uint32_t key = ~0u;  // 0 when some product's low 16 bits are 0x8000
+TEJAS_QUANT_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t sel = static_cast<uint32_t>(i | (i << 4) | ((4 + i) << 8) | ((4 + i) << 12));
+          v[i] = packed_nvfp4_products(__byte_perm(ev, od, sel), bs2);
+          prod[2 * i] = num::bits_f32(v[i] << 16) * ts;
+          prod[2 * i + 1] = num::bits_f32(v[i] & 0xFFFF0000u) * ts;
+          const uint32_t k0 = (num::f32_bits(prod[2 * i]) & 0xFFFFu) ^ 0x8000u;
+          const uint32_t k1 = (num::f32_bits(prod[2 * i + 1]) & 0xFFFFu) ^ 0x8000u;
+          key = k0 < key ? k0 : key;
+          key = k1 < key ? k1 : key;
+        }
+        uint32_t out[4];
+        if (key == 0) {  // rare: round to odd, then to bf16 (dequant_value)
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < 4; ++i)
+            out[i] = static_cast<uint32_t>(Bf16::from_f32(mul_round_odd(num::bits_f32(v[i] << 16), ts))) |
+                     (static_cast<uint32_t>(Bf16::from_f32(mul_round_odd(num::bits_f32(v[i] & 0xFFFF0000u), ts))) << 16);
+        } else {
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < 4; ++i) out[i] = num::f32x2_to_bf16x2(prod[2 * i], prod[2 * i + 1]);
+        }
+        ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k),
+                          make_uint4(out[0], out[1], out[2], out[3]));
+      }
+      continue;
+    } else if constexpr (kPacked) {
       static_assert(sizeof(S) == 2 && F == CodeFormat::e2m1, "16-bit outputs of e2m1 codes");
 TEJAS_QUANT_UNROLL
       for (int st = 0; st < kMaxDequantSteps; ++st) {

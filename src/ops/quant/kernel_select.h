@@ -4,6 +4,7 @@
 // format); the generic ones and dequantization take the rule / scale dtype at run time.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include "ops/quant/kernel.cuh"
 #include "ops/quant/launch_plan.h"
 #include "tejas/dtype.h"
@@ -42,21 +43,25 @@ inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bo
 }
 
 template <class O>
-DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed) {
+DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
   if (f == CodeFormat::e4m3)
     return vectorized ? dequant_vec_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e4m3>;
+  if constexpr (std::is_same_v<O, Bf16>) {
+    if (vectorized && packed && nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true, true>;
+  }
   if constexpr (sizeof(typename O::Raw) == 2) {
-    if (vectorized && packed) return dequant_vec_kernel<O, CodeFormat::e2m1, true>;
+    if (vectorized && packed && !nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true>;
   }
   return vectorized ? dequant_vec_kernel<O, CodeFormat::e2m1> : dequant_generic_kernel<O, CodeFormat::e2m1>;
 }
 
-// packed (the config's fast_convert) applies to 16-bit out, e2m1 codes and ue8m0 scales.
-inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed) {
+// packed (the config's fast_convert) applies to 16-bit out with e2m1 codes and ue8m0 scales, and
+// to bf16 out with nvfp4's e4m3 scales (nvfp4).
+inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
   switch (out) {
-    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed);
-    case DType::f16: return dequant_kernel_for<F16>(f, vectorized, packed);
-    default: return dequant_kernel_for<F32>(f, vectorized, packed);
+    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed, nvfp4);
+    case DType::f16: return dequant_kernel_for<F16>(f, vectorized, packed, nvfp4);
+    default: return dequant_kernel_for<F32>(f, vectorized, packed, nvfp4);
   }
 }
 
@@ -67,7 +72,8 @@ inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
   return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
-  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert);
+  return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert,
+                               l.params.scale_kind == ScaleKind::e4m3);
 }
 
 // The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to

@@ -211,7 +211,7 @@ TEST(DequantConfig, VectorWidthAndFallback) {
 
 // Version 5 (TEJAS_TUNE quant.fast_convert): quant: vectorized, e2m1 codes (any x, any rule) or
 // the fp8_f32 rule (its near_key filter); dequant: vectorized e2m1 to 16-bit out with MX (ue8m0)
-// scales (the packed pairs); nothing else.
+// scales, or nvfp4 to bf16 (the packed pairs); nothing else.
 TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
   for (int x_bytes : {2, 4}) {
     for (int code_bits : {4, 8}) {
@@ -239,6 +239,9 @@ TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
           d.mx_scales = mx;
           d.fast_convert = allow;
           EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && mx && allow);
+          d.mx_scales = false;
+          d.nvfp4_bf16 = true;  // nvfp4 to bf16 (the planner sets it for e4m3 scales and bf16 out only)
+          EXPECT_EQ(make_dequant_config(d).fast_convert, code_bits == 4 && allow);
           d.q_align = 1;
           EXPECT_FALSE(make_dequant_config(d).fast_convert);
         }

@@ -277,6 +277,47 @@ void packed_fp4_dequant_every_scale_and_code() {
 
 TEST(DequantMxKernel, PackedFp4EveryScaleAndCode) { packed_fp4_dequant_every_scale_and_code(); }
 
+// nvfp4 to bf16 where f32 rounds code * block_scale * tensor_scale onto a bf16 midpoint (the
+// packed path's rare vectors, resolved by rounding to odd): per case, a tensor scale next to
+// mid / (code * block_scale) for a random bf16 midpoint `mid` (on it and one f32 ulp either
+// side), one row of that code in both signs; bit for bit against the reference, under both
+// quant.fast_convert settings.
+void nvfp4_bf16_double_rounding_hazards(check::Rng& rng) {
+  constexpr int64_t B = 16;
+  for (int packed : {1, 0}) {
+    detail::Tune t;
+    t.quant_fast_convert = packed;
+    const detail::ScopedTuneOverride variant(t);
+    for (int c = 0; c < 48; ++c) {
+      const auto code = static_cast<uint64_t>(rng.randint(1, 7));          // e2m1 magnitude 0.5 .. 6
+      const auto bs_code = static_cast<uint64_t>(rng.randint(0x08, 0x7E));  // normal e4m3 block scales
+      const double v = ref::decode(DType::e2m1, code) * ref::decode(DType::e4m3, bs_code);
+      const double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, 127)) + 1) / 256.0) *
+                         std::ldexp(1.0, static_cast<int>(rng.randint(-20, 20)));
+      float ts = static_cast<float>(mid / v);
+      if (c % 3 == 1) ts = std::nextafter(ts, 0.0f);
+      if (c % 3 == 2) ts = std::nextafter(ts, 1e30f);
+      SCOPED_TRACE(testing::Message() << "quant.fast_convert=" << packed << " code " << code << " block scale 0x"
+                                      << std::hex << bs_code << std::dec << " ts " << ts);
+      PlacedTensor q(DType::e2m1, {1, B}), s(DType::e4m3, {1, 1}), tsv(DType::f32, {1});
+      for (int64_t k = 0; k < B; ++k) q.set_bits(k, code | (k % 2 ? 0x8u : 0u));
+      s.set_bits(0, bs_code);
+      tsv.set(0, ts);
+      PlacedTensor out(DType::bf16, {1, B}), out_ref(DType::bf16, {1, B});
+      TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), MxFormat::nvfp4, q, s, tsv, out_ref));
+      TEJAS_ASSERT_OK(run_kernel({&q, &s, &tsv}, {&out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+        return dequant_mx(ctx, MxFormat::nvfp4, v[0], v[1], v[2], v[3]);
+      }));
+      expect_same_bits(out, out_ref, "out");
+    }
+  }
+}
+
+TEST(DequantMxKernel, Nvfp4Bf16DoubleRoundingHazards) {
+  TEJAS_SEEDED_TEST_RNG();
+  nvfp4_bf16_double_rounding_hazards(rng);
+}
+
 // nvfp4: x / (block_scale * tensor_scale) next to e2m1 midpoints, and amax / (6 * ts) next to e4m3
 // midpoints (the block scale's own rounding).
 void nvfp4_near_ties_round_exactly(check::Rng& rng) {
@@ -480,6 +521,7 @@ TEST(DequantMxKernel, CudaMatchesReference) {
   const ScopedKernelBackend cuda(Backend::cuda);
   dequant_random_shapes(rng);
   packed_fp4_dequant_every_scale_and_code();
+  nvfp4_bf16_double_rounding_hazards(rng);
 }
 
 TEST(QuantMxKernel, CudaTunedVariantsMatchReference) {
