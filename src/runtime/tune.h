@@ -8,11 +8,11 @@
 //                          most tiles of groups a warp loads at once (default 4; 1 = one)
 //   quant.max_grid=0..999  quant and dequant kernels (all paths): at most this many blocks, warps
 //                          loop over the rest (default 0 = no cap beyond 2^20)
-//   quant.fast_convert=0..1  the vectorized quant / dequant kernels' version 5 (1, default; the
-//                          same codes and outputs, bit for bit): e2m1 codes in pairs (quant_mx:
-//                          mxfp4 from bf16 / f16 as packed 16-bit pairs, nvfp4 and f32 x through
-//                          bf16 rounded to odd; dequant_mx: mxfp4 to bf16 / f16 and nvfp4 to bf16
-//                          as packed pairs; src/device/numeric/packed_half.h), and the
+//   quant.fast_convert=0..1  the vectorized quant kernels' version 5 and dequant_mx's version 4
+//                          (1, default; the same codes and outputs, bit for bit): e2m1 codes in
+//                          pairs (quant_mx: mxfp4 from bf16 / f16 as packed 16-bit pairs, nvfp4
+//                          and f32 x through bf16 rounded to odd; dequant_mx: mxfp4 to bf16 /
+//                          f16 and nvfp4 to bf16 as packed pairs; packed_half.h), and the
 //                          near-midpoint chunks of nvfp4 and quant_fp8_group's f32 scales found
 //                          by num::near_key; 0 = the f32 conversions and near_midpoint, as
 //                          before. Not yet timed on a GPU

@@ -87,7 +87,7 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
     c.vectorized = true;
     c.vec = vec;
     c.steps = p.steps < 1 ? 1 : (p.steps > kMaxDequantSteps ? kMaxDequantSteps : p.steps);
-    c.fast_convert = p.fast_convert && p.code_bits == 4 && ((p.mx_scales && p.out_bytes == 2) || p.nvfp4_bf16);
+    c.fast_convert = p.fast_convert && p.code_bits == 4 && p.out_bytes == 2 && (p.mx_scales || p.nvfp4_bf16);
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }

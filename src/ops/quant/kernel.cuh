@@ -587,8 +587,12 @@ __device__ __forceinline__ uint32_t packed_mx_decode(uint32_t w, const PackedMxO
 // 2^126, then times the block scale), widened to f32 (a shift or a mask) and multiplied by the
 // tensor scale in f32. That product p rounds once more to bf16, which is exact unless f32's
 // rounding put p on a bf16 rounding midpoint (its low 16 bits 0x8000: it cannot step across
-// one, a midpoint being an f32 value); the vector then takes mul_round_odd per output (about 1
-// vector in 4,000 of random data). Outputs equal the f32 path's bit for bit.
+// one, a midpoint being an f32 value); the vector then takes mul_round_odd per output. Whether
+// that happens depends on the tensor scale: the 16 codes times a block scale's mantissas give a
+// fixed set of low bits, so for about 1 tensor scale in 5,000 (a host simulation) some
+// combination lands on a midpoint, and every vector holding it takes the branch (tensor scales
+// with few significant bits make exact ties, which take it harmlessly); for the others no vector
+// does. Outputs equal the f32 path's bit for bit.
 // w: element 0's code in bits 0-3, element 1's in bits 16-19 (other bits ignored); bs2 the
 // block scale as a bf16 pair (its sign included). Returns code * block_scale of both (bf16 pair).
 __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t bs2) {

@@ -241,7 +241,7 @@ TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
           EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && mx && allow);
           d.mx_scales = false;
           d.nvfp4_bf16 = true;  // nvfp4 to bf16 (the planner sets it for e4m3 scales and bf16 out only)
-          EXPECT_EQ(make_dequant_config(d).fast_convert, code_bits == 4 && allow);
+          EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && allow);
           d.q_align = 1;
           EXPECT_FALSE(make_dequant_config(d).fast_convert);
         }

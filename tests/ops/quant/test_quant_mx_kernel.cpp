@@ -3,6 +3,7 @@
 // src/ops/quant/quant_math.h).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -278,32 +279,54 @@ void packed_fp4_dequant_every_scale_and_code() {
 TEST(DequantMxKernel, PackedFp4EveryScaleAndCode) { packed_fp4_dequant_every_scale_and_code(); }
 
 // nvfp4 to bf16 where f32 rounds code * block_scale * tensor_scale onto a bf16 midpoint (the
-// packed path's rare vectors, resolved by rounding to odd): per case, a tensor scale next to
-// mid / (code * block_scale) for a random bf16 midpoint `mid` (on it and one f32 ulp either
-// side), one row of that code in both signs; bit for bit against the reference, under both
-// quant.fast_convert settings.
+// packed path's rare vectors, resolved by rounding to odd): per case, a random code and block
+// scale (normal, subnormal and negative e4m3 codes) and a tensor scale found next to mid / (code *
+// block_scale) for a random bf16 midpoint `mid` such that the f32 product lands on the midpoint
+// without being it (searched over the 17 f32 values around the quotient; cases with none are
+// skipped); that code sits at one position of each 8-output vector, both signs, among code 0
+// elsewhere, so that the vector's test must find it at any position. Bit for bit against the
+// reference, under both quant.fast_convert settings; the setting must pick its kernel (and f16
+// out never the packed one).
 void nvfp4_bf16_double_rounding_hazards(check::Rng& rng) {
-  constexpr int64_t B = 16;
+  constexpr int64_t B = 16, K = 4 * B;  // 8 vectors of 8 outputs
+  int hazards = 0;
   for (int packed : {1, 0}) {
     detail::Tune t;
     t.quant_fast_convert = packed;
     const detail::ScopedTuneOverride variant(t);
     for (int c = 0; c < 48; ++c) {
-      const auto code = static_cast<uint64_t>(rng.randint(1, 7));          // e2m1 magnitude 0.5 .. 6
-      const auto bs_code = static_cast<uint64_t>(rng.randint(0x08, 0x7E));  // normal e4m3 block scales
+      const auto code = static_cast<uint64_t>(rng.randint(1, 7));  // e2m1 magnitude 0.5 .. 6
+      uint64_t bs_code = static_cast<uint64_t>(rng.randint(0x01, 0xFE));
+      if ((bs_code & 0x7F) == 0x7F || bs_code == 0x80) bs_code = 0x38;  // not NaN, not -0
       const double v = ref::decode(DType::e2m1, code) * ref::decode(DType::e4m3, bs_code);
       const double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, 127)) + 1) / 256.0) *
-                         std::ldexp(1.0, static_cast<int>(rng.randint(-20, 20)));
-      float ts = static_cast<float>(mid / v);
-      if (c % 3 == 1) ts = std::nextafter(ts, 0.0f);
-      if (c % 3 == 2) ts = std::nextafter(ts, 1e30f);
+                         std::ldexp(std::copysign(1.0, v), static_cast<int>(rng.randint(-20, 20)));
+      const float base = static_cast<float>(mid / v);
+      float ts = 0.0f;
+      for (int d = -8; d <= 8 && ts == 0.0f; ++d) {
+        float cand = base;
+        for (int n = 0; n < std::abs(d); ++n) cand = std::nextafter(cand, d > 0 ? 1e30f : 0.0f);
+        const float p = static_cast<float>(v) * cand;  // exact v (<= 6 bits) times an f32: one rounding
+        const bool on_mid = (std::bit_cast<uint32_t>(p) & 0xFFFFu) == 0x8000u;
+        if (on_mid && static_cast<double>(p) != v * static_cast<double>(cand)) ts = cand;
+      }
+      if (ts == 0.0f) continue;
+      if (packed) ++hazards;
       SCOPED_TRACE(testing::Message() << "quant.fast_convert=" << packed << " code " << code << " block scale 0x"
                                       << std::hex << bs_code << std::dec << " ts " << ts);
-      PlacedTensor q(DType::e2m1, {1, B}), s(DType::e4m3, {1, 1}), tsv(DType::f32, {1});
-      for (int64_t k = 0; k < B; ++k) q.set_bits(k, code | (k % 2 ? 0x8u : 0u));
-      s.set_bits(0, bs_code);
+      PlacedTensor q(DType::e2m1, {1, K}), s(DType::e4m3, {1, K / B}), tsv(DType::f32, {1});
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t vec = k / 8, at = c % 8;  // the hazard's position in each vector
+        const uint64_t sign = vec % 2 ? 0x8u : 0u;
+        q.set_bits(k, k % 8 == (at + vec) % 8 ? code | sign : 0u);
+      }
+      for (int64_t b = 0; b < K / B; ++b) s.set_bits(b, bs_code);
       tsv.set(0, ts);
-      PlacedTensor out(DType::bf16, {1, B}), out_ref(DType::bf16, {1, B});
+      PlacedTensor out(DType::bf16, {1, K}), out_ref(DType::bf16, {1, K});
+      EXPECT_EQ(quant_kernel::dequant_launch(quant_kernel::plan_dequant(q, s, tsv, out, B), 0).config.fast_convert,
+                packed == 1);
+      PlacedTensor out16(DType::f16, {1, K});
+      EXPECT_FALSE(quant_kernel::dequant_launch(quant_kernel::plan_dequant(q, s, tsv, out16, B), 0).config.fast_convert);
       TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), MxFormat::nvfp4, q, s, tsv, out_ref));
       TEJAS_ASSERT_OK(run_kernel({&q, &s, &tsv}, {&out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
         return dequant_mx(ctx, MxFormat::nvfp4, v[0], v[1], v[2], v[3]);
@@ -311,6 +334,7 @@ void nvfp4_bf16_double_rounding_hazards(check::Rng& rng) {
       expect_same_bits(out, out_ref, "out");
     }
   }
+  EXPECT_GE(hazards, 12) << "too few hazard cases found: the search construction no longer works";
 }
 
 TEST(DequantMxKernel, Nvfp4Bf16DoubleRoundingHazards) {
