@@ -7,7 +7,9 @@ usage: tools/ncu_summary.py [--markdown FILE] NAME=FILE.csv [NAME=FILE.csv ...]
 
 Columns: the profile's NAME (tools/gpu-check's profile target), the kernel, duration (us), DRAM
 throughput (% of peak) and bytes read / written (MB), achieved occupancy (% of the warps an SM
-holds), registers per thread, issue-slot use (% of cycles a scheduler issued), and the three
+holds), registers per thread, issue-slot use (% of cycles a scheduler issued), the ALU, FMA
+and XU pipes' use (% of their peak: the integer ALU issues every other cycle, so a conversion-
+heavy kernel can be ALU-bound at ~70 % issue; XU: transcendentals, reciprocals), and the three
 largest warp stall reasons (warps stalled per issued instruction: long_scoreboard = waiting on
 global / local memory, no_instruction = instruction fetch, lg_throttle = the load/store queue,
 wait = fixed-latency dependencies, ...). Metrics absent from a file print '-'.
@@ -32,6 +34,9 @@ DRAM_WRITE = "dram__bytes_write.sum"
 OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 REGISTERS = "launch__registers_per_thread"
 ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+PIPE_ALU = "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed"
+PIPE_FMA = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+PIPE_XU = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed"
 STALL = re.compile(r"^smsp__average_warps?_(?:issue_stalled|latency_issue_stalled)_(.+?)_per_issue_active\.ratio$")
 # Not stalls: "selected" is the issuing warp itself (1 per issue by definition).
 NOT_STALLS = {"selected", "not_selected"}
@@ -127,16 +132,21 @@ def summarize(label, kernel, metrics):
         "occupancy": plain(metrics, OCCUPANCY),
         "registers": plain(metrics, REGISTERS),
         "issue_pct": plain(metrics, ISSUE),
+        "alu_pct": plain(metrics, PIPE_ALU),
+        "fma_pct": plain(metrics, PIPE_FMA),
+        "xu_pct": plain(metrics, PIPE_XU),
         "stalls": ", ".join(f"{n} {v:.2f}" for v, n in stalls[:TOP_STALLS]) or "-",
     }
 
 
-COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "issue %", "top stalls"]
+COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "issue %", "ALU %", "FMA %",
+           "XU %", "top stalls"]
 
 
 def line(s):
     return [s["name"], s["kernel"], fmt(s["us"], 2), fmt(s["dram_pct"]), fmt(s["read_mb"]), fmt(s["write_mb"]),
-            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["issue_pct"]), s["stalls"]]
+            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["issue_pct"]), fmt(s["alu_pct"]), fmt(s["fma_pct"]),
+            fmt(s["xu_pct"]), s["stalls"]]
 
 
 def run(pairs, markdown):
@@ -180,11 +190,13 @@ def self_test():
         '"smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",'
         '"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",'
         '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
-        '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio"\n'
-        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst","inst"\n'
+        '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",'
+        '"sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",'
+        '"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"\n'
+        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst","inst","%","%"\n'
         '"0","123","void tejas::quant_kernel::compiled::quant_vec_kernel<tejas::num::Bf16, '
         '(tejas::num::CodeFormat)2, (tejas::quant_kernel::ScaleRule)3>(tejas::quant_kernel::QuantParams)",'
-        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0"\n'
+        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0","79.4","16.7"\n'
     )
     kernels = read_kernels(csv_text)
     assert len(kernels) == 1, kernels
@@ -194,6 +206,8 @@ def self_test():
     assert abs(s["read_mb"] - 235.0) < 1e-9 and abs(s["write_mb"] - 58.72) < 1e-9, s
     assert s["registers"] == 64 and abs(s["issue_pct"] - 41.3) < 1e-9, s
     assert s["stalls"] == "no_instruction 12.50, long_scoreboard 3.10, wait 0.80", s
+    assert abs(s["alu_pct"] - 79.4) < 1e-9 and abs(s["fma_pct"] - 16.7) < 1e-9 and s["xu_pct"] is None, s
+    assert line(s)[9:12] == ["79.4", "16.7", "-"], line(s)
     # Nanoseconds and a missing metric.
     ns = csv_text.replace('"usecond"', '"nsecond"').replace('"1,131.17"', '"2500"')
     s2 = summarize("x", *read_kernels(ns)[0])
