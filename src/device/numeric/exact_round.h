@@ -102,6 +102,11 @@ struct CodeTraits<CodeFormat::e2m1> {
   __host__ __device__ static float decode(uint8_t c) { return e2m1_to_f32(c); }
 };
 
+// The bits of t below a rounding midpoint's last significant bit in F's normal range (a midpoint
+// has kMantissaBits + 2 significant bits): near_midpoint, near_key and nudge_off_midpoint.
+template <CodeFormat F>
+inline constexpr int kMidpointLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
+
 // Could t be within kTieSlackUlps of a rounding midpoint of F? In F's normal range a midpoint
 // has kMantissaBits + 2 significant bits, the last one set: in t's bits an odd multiple of
 // 2^kLowBits. Below F's smallest normal value midpoints have fewer bits: there any nonzero t
@@ -115,7 +120,7 @@ struct CodeTraits<CodeFormat::e2m1> {
 // chunk of quant_fp8_group.
 template <CodeFormat F>
 __host__ __device__ inline bool near_midpoint(float t) {
-  constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
+  constexpr int kLowBits = kMidpointLowBits<F>;
   constexpr uint32_t kUpOdd = 1u << (31 - kLowBits);  // keeps kLowBits + 1 bits
   constexpr uint32_t kUp = 1u << (32 - kLowBits);     // keeps kLowBits bits
   const uint32_t bits = f32_bits(t);
@@ -141,7 +146,7 @@ __host__ __device__ inline bool near_midpoint(float t) {
 // nudge_off_midpoint leaves such t's code as it is.
 inline constexpr float kNearKeyOffset = 0x1.4b4b4ap-100f;  // f32 bits 0x0DA5A5A5
 template <CodeFormat F>
-inline constexpr uint32_t kNearKeyUp = 1u << (32 - (kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1));
+inline constexpr uint32_t kNearKeyUp = 1u << (32 - kMidpointLowBits<F>);
 template <CodeFormat F>
 inline constexpr uint32_t kNearKeyMax = 2 * kTieSlackUlps * kNearKeyUp<F>;
 template <CodeFormat F>
@@ -169,7 +174,7 @@ __host__ __device__ inline uint32_t near_key(float t) {
 // round_quotient skips non-finite t).
 template <CodeFormat F>
 __host__ __device__ inline float nudge_off_midpoint(float x, float t, float a, float b) {
-  constexpr int kLowBits = kF32MantissaBits - CodeTraits<F>::kMantissaBits - 1;
+  constexpr int kLowBits = kMidpointLowBits<F>;
   constexpr uint32_t kLowMask = (1u << kLowBits) - 1;
   const uint32_t sign = f32_bits(t) & ~kF32AbsMask;
   const uint32_t m_bits = ((f32_bits(t) & kF32AbsMask) + (kLowMask >> 1) + 1) & ~kLowMask;  // |m|

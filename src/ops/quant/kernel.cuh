@@ -582,6 +582,17 @@ __device__ __forceinline__ uint32_t packed_mx_decode(uint32_t w, const PackedMxO
   return v | ((w & 0x00080008u) << 12);  // the sign: -0 for code 0x8, as the f32 path gives
 }
 
+// Pair i (0-3) of a word of eight e2m1 codes: element 2i's code in bits 0-3, element 2i + 1's in
+// bits 16-19 (other bits ignored). The even and odd codes' nibbles are split once per word
+// (EvenOdd), then one byte permute per pair.
+struct EvenOdd {
+  uint32_t ev, od;  // codes 0, 2, 4, 6 / 1, 3, 5, 7 in the low nibbles of their bytes
+  __device__ __forceinline__ explicit EvenOdd(uint32_t codes) : ev(codes & 0x0F0F0F0Fu), od((codes >> 4) & 0x0F0F0F0Fu) {}
+  __device__ __forceinline__ uint32_t pair(int i) const {
+    return __byte_perm(ev, od, static_cast<uint32_t>(i | (i << 4) | ((4 + i) << 8) | ((4 + i) << 12)));
+  }
+};
+
 // nvfp4 to bf16 as packed pairs: code * block_scale is exact in bf16 (at most 2 + 4 significant
 // bits, within [2^-10, 2688]), so it is made as packed pairs like the MX path (the pattern times
 // 2^126, then times the block scale), widened to f32 (a shift or a mask) and multiplied by the
@@ -641,14 +652,13 @@ TEJAS_QUANT_UNROLL
         const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
         // An e4m3 value is a bf16 value: its f32 bits' top half.
         const uint32_t bs2 = (num::f32_bits(num::e4m3_to_f32(static_cast<uint8_t>(scale_bits[st]))) >> 16) * 0x00010001u;
-        const uint32_t ev = codes[st] & 0x0F0F0F0Fu, od = (codes[st] >> 4) & 0x0F0F0F0Fu;
+        const EvenOdd eo(codes[st]);
         uint32_t v[4];
         float prod[8];
         uint32_t key = ~0u;  // 0 when some product's low 16 bits are 0x8000
 TEJAS_QUANT_UNROLL
         for (int i = 0; i < 4; ++i) {
-          const uint32_t sel = static_cast<uint32_t>(i | (i << 4) | ((4 + i) << 8) | ((4 + i) << 12));
-          v[i] = packed_nvfp4_products(__byte_perm(ev, od, sel), bs2);
+          v[i] = packed_nvfp4_products(eo.pair(i), bs2);
           prod[2 * i] = num::bits_f32(v[i] << 16) * ts;
           prod[2 * i + 1] = num::bits_f32(v[i] & 0xFFFF0000u) * ts;
           const uint32_t k0 = (num::f32_bits(prod[2 * i]) & 0xFFFFu) ^ 0x8000u;
@@ -678,15 +688,10 @@ TEJAS_QUANT_UNROLL
         if (st >= p.steps || j >= total) continue;
         const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
         const PackedMxOut<O> ms = packed_mx_out_scale<O>(scale_bits[st]);
-        // Codes 0, 2, 4, 6 in the low nibbles of ev's bytes, 1, 3, 5, 7 in od's: pair i takes
-        // byte i of each into its two lanes (one byte permute).
-        const uint32_t ev = codes[st] & 0x0F0F0F0Fu, od = (codes[st] >> 4) & 0x0F0F0F0Fu;
+        const EvenOdd eo(codes[st]);
         uint32_t out[4];
 TEJAS_QUANT_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const uint32_t sel = static_cast<uint32_t>(i | (i << 4) | ((4 + i) << 8) | ((4 + i) << 12));
-          out[i] = packed_mx_decode<O>(__byte_perm(ev, od, sel), ms);
-        }
+        for (int i = 0; i < 4; ++i) out[i] = packed_mx_decode<O>(eo.pair(i), ms);
         // NOTES: selected per word after all four are decoded; with the NaN test inside the loop
         // (`ms.nan ? NaN : decode`) nvcc branched around each word's decode and recomputed the
         // scale factors in every branch (SASS sm_90a).
