@@ -96,12 +96,18 @@ __host__ __device__ inline float e5m2_to_f32(uint8_t code) { return detail::fp8_
 
 __host__ __device__ inline uint16_t f32x2_to_e4m3x2(float lo, float hi) { return detail::f32x2_to_fp8x2(lo, hi, __NV_E4M3); }
 __host__ __device__ inline uint16_t f32x2_to_e5m2x2(float lo, float hi) { return detail::f32x2_to_fp8x2(lo, hi, __NV_E5M2); }
-__host__ __device__ inline F32x2 e4m3x2_to_f32x2(uint16_t packed) {
-  return {e4m3_to_f32(static_cast<uint8_t>(packed)), e4m3_to_f32(static_cast<uint8_t>(packed >> 8))};
+namespace detail {
+// Both codes through one pair conversion to f16 (one cvt on sm_89 and later), then each widened.
+__host__ __device__ inline F32x2 fp8x2_to_f32x2(uint16_t packed, __nv_fp8_interpretation_t kind) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(packed, kind);
+  __half_raw lo, hi;
+  lo.x = h.x;
+  hi.x = h.y;
+  return {__half2float(__half(lo)), __half2float(__half(hi))};
 }
-__host__ __device__ inline F32x2 e5m2x2_to_f32x2(uint16_t packed) {
-  return {e5m2_to_f32(static_cast<uint8_t>(packed)), e5m2_to_f32(static_cast<uint8_t>(packed >> 8))};
-}
+}  // namespace detail
+__host__ __device__ inline F32x2 e4m3x2_to_f32x2(uint16_t packed) { return detail::fp8x2_to_f32x2(packed, __NV_E4M3); }
+__host__ __device__ inline F32x2 e5m2x2_to_f32x2(uint16_t packed) { return detail::fp8x2_to_f32x2(packed, __NV_E5M2); }
 
 // ---- bit casts usable on host and device (the __float_as_uint intrinsics are device-only) ------
 __host__ __device__ inline uint32_t f32_bits(float v) {

@@ -536,6 +536,27 @@ __device__ __forceinline__ typename O::Raw dequant_value(float code, float scale
   else return O::from_f32(a * b);
 }
 
+// Two f32 products as O's pair (element a in the low half), each rounded once.
+template <class O>
+__device__ __forceinline__ uint32_t pack_pair(float a, float b) {
+  if constexpr (std::is_same_v<O, Bf16>) return num::f32x2_to_bf16x2(a, b);
+  else return num::f32x2_to_f16x2(a, b);
+}
+
+// Whether f32 products lie on bf16 rounding midpoints (low 16 bits 0x8000). An f32 product
+// p = RN(x) that is not on a midpoint lies strictly on x's side of every midpoint (they are f32
+// values and rounding is monotone), so rounding p to bf16 rounds x correctly; only p on a
+// midpoint needs x's rounding to odd (mul_round_odd). A vector's products are judged together:
+// each pair's low halves as one word of 16-bit lanes (one byte permute, one XOR), a lane 0 where
+// its product is on a midpoint; the lanes' running minimum (num::min_u16x2) per vector; then
+// one test (midpoint_hit).
+__device__ __forceinline__ uint32_t midpoint_lanes_bf16(float a, float b) {
+  return __byte_perm(num::f32_bits(a), num::f32_bits(b), 0x5410) ^ 0x80008000u;
+}
+__device__ __forceinline__ bool midpoint_hit(uint32_t lanes_min) {
+  return (lanes_min & 0xFFFFu) == 0 || (lanes_min >> 16) == 0;
+}
+
 // ---- dequantization, MX e2m1 to 16-bit out as packed pairs (config.fast_convert) --------------------
 // A code's magnitude m (0-7) placed at the mantissa's top bit of a bf16 / f16 word, m << (kMant -
 // 1), is the e2m1 value times 2^(1 - bias) exactly (m = 1 lands on the format's subnormal 2^-bias:
@@ -614,6 +635,14 @@ __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t b
 
 // kPacked (config.fast_convert), 16-bit out, e2m1 codes: ue8m0 scales (version 4 of the MX
 // path) or, with kNvfp4, e4m3 block scales and a tensor scale to bf16.
+// kPacked, 16-bit out, e4m3 codes (version 3 of the fp8 path): codes decoded in pairs, the
+// products packed in pairs (one cvt per two outputs), and mul_round_odd only where it can
+// matter: never for ue8m0 scales (exact products); for f32 scales to bf16, only in a vector with
+// a product on a bf16 midpoint (midpoint_key_bf16: about 1 vector in 8,000 for a scale with a
+// full mantissa; exact ties take it harmlessly). f16 out with f32 scales (the config does not
+// pick this kernel for them) rounds to odd per output. NOTES: version 2 ran mul_round_odd on
+// every output (a product, its fma residual, two compares and the fix-up: ~10 instructions per
+// element, most on the ALU pipe) and one cvt per output.
 template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;
@@ -627,66 +656,92 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   // contiguous) and issues all their code and scale loads before the first store, so each
   // thread has steps x (code bytes + scale) in flight instead of one step's.
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
+    // f(st, row, k) for each of the thread's steps that lies in the tensor (k: its first column).
+    const auto each_step = [&](auto&& f) {
+TEJAS_QUANT_UNROLL
+      for (int st = 0; st < kMaxDequantSteps; ++st) {
+        const int64_t j = j0 + st * stride;
+        if (st < p.steps && j < total) f(st, j / vecs_per_row, (j % vecs_per_row) * kVec);
+      }
+    };
     // The codes as loaded words, split into bytes only in the second loop. NOTES: as a byte array
     // (Bytes<N>) each word was split right after its load, and the split waited for the data
     // before the next step's loads (SASS, sm_90a).
     using CodeWord = typename num::AccessWord<kCodeBytes>::type;
     CodeWord codes[kMaxDequantSteps] = {};
     uint32_t scale_bits[kMaxDequantSteps] = {};
-TEJAS_QUANT_UNROLL
-    for (int st = 0; st < kMaxDequantSteps; ++st) {
-      const int64_t j = j0 + st * stride;
-      if (st >= p.steps || j >= total) continue;
-      const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+    each_step([&](int st, int64_t row, int64_t k) {
       scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + k / p.group);
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
-    }
+    });
     if constexpr (kPacked && kNvfp4) {
       static_assert(std::is_same_v<O, Bf16> && F == CodeFormat::e2m1, "bf16 outputs of nvfp4 codes");
       const float ts = load_tensor_scale(p.tensor_scale);  // after the steps' loads
-TEJAS_QUANT_UNROLL
-      for (int st = 0; st < kMaxDequantSteps; ++st) {
-        const int64_t j = j0 + st * stride;
-        if (st >= p.steps || j >= total) continue;
-        const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+      each_step([&](int st, int64_t row, int64_t k) {
         // An e4m3 value is a bf16 value: its f32 bits' top half.
         const uint32_t bs2 = (num::f32_bits(num::e4m3_to_f32(static_cast<uint8_t>(scale_bits[st]))) >> 16) * 0x00010001u;
         const EvenOdd eo(codes[st]);
         uint32_t v[4];
         float prod[8];
-        uint32_t key = ~0u;  // 0 when some product's low 16 bits are 0x8000
+        uint32_t key = ~0u;  // a lane 0 when some product's low 16 bits are 0x8000
 TEJAS_QUANT_UNROLL
         for (int i = 0; i < 4; ++i) {
           v[i] = packed_nvfp4_products(eo.pair(i), bs2);
           prod[2 * i] = num::bits_f32(v[i] << 16) * ts;
           prod[2 * i + 1] = num::bits_f32(v[i] & 0xFFFF0000u) * ts;
-          const uint32_t k0 = (num::f32_bits(prod[2 * i]) & 0xFFFFu) ^ 0x8000u;
-          const uint32_t k1 = (num::f32_bits(prod[2 * i + 1]) & 0xFFFFu) ^ 0x8000u;
-          key = k0 < key ? k0 : key;
-          key = k1 < key ? k1 : key;
+          key = num::min_u16x2(key, midpoint_lanes_bf16(prod[2 * i], prod[2 * i + 1]));
         }
         uint32_t out[4];
-        if (key == 0) {  // rare: round to odd, then to bf16 (dequant_value)
+        if (midpoint_hit(key)) {  // rare: round to odd, then to bf16 (dequant_value)
 TEJAS_QUANT_UNROLL
           for (int i = 0; i < 4; ++i)
             out[i] = static_cast<uint32_t>(Bf16::from_f32(mul_round_odd(num::bits_f32(v[i] << 16), ts))) |
                      (static_cast<uint32_t>(Bf16::from_f32(mul_round_odd(num::bits_f32(v[i] & 0xFFFF0000u), ts))) << 16);
         } else {
 TEJAS_QUANT_UNROLL
-          for (int i = 0; i < 4; ++i) out[i] = num::f32x2_to_bf16x2(prod[2 * i], prod[2 * i + 1]);
+          for (int i = 0; i < 4; ++i) out[i] = pack_pair<Bf16>(prod[2 * i], prod[2 * i + 1]);
         }
         ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k),
                           make_uint4(out[0], out[1], out[2], out[3]));
-      }
+      });
+      continue;
+    } else if constexpr (kPacked && F == CodeFormat::e4m3) {
+      static_assert(sizeof(S) == 2, "16-bit outputs of e4m3 codes");
+      // ue8m0 scales: every product is exact in f32 (or +-Inf, as the exact one rounds), so
+      // one rounding to O is the only one.
+      const bool exact = p.scale_kind == ScaleKind::ue8m0;
+      each_step([&](int st, int64_t row, int64_t k) {
+        const float scale = decode_scale(p.scale_kind, scale_bits[st]);
+        const uint32_t words[2] = {codes[st].x, codes[st].y};
+        float prod[kVec];
+        uint32_t key = ~0u;  // bf16: a lane 0 when some product's low 16 bits are 0x8000
+TEJAS_QUANT_UNROLL
+        for (int i = 0; i < kVec / 2; ++i) {
+          const num::F32x2 c = num::e4m3x2_to_f32x2(static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2))));
+          prod[2 * i] = c.lo * scale;
+          prod[2 * i + 1] = c.hi * scale;
+          if constexpr (std::is_same_v<O, Bf16>) key = num::min_u16x2(key, midpoint_lanes_bf16(prod[2 * i], prod[2 * i + 1]));
+        }
+        uint32_t out[kVec / 2];
+        if (!exact && (!std::is_same_v<O, Bf16> || midpoint_hit(key))) {  // rare for bf16: as dequant_value
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < kVec; ++i) {
+            const S o = O::from_f32(mul_round_odd(decode_code<F>(reinterpret_cast<const uint8_t*>(words), i), scale));
+            if (i % 2 == 0) out[i / 2] = o;
+            else out[i / 2] |= static_cast<uint32_t>(o) << 16;
+          }
+        } else {
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < kVec / 2; ++i) out[i] = pack_pair<O>(prod[2 * i], prod[2 * i + 1]);
+        }
+        ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k),
+                          make_uint4(out[0], out[1], out[2], out[3]));
+      });
       continue;
     } else if constexpr (kPacked) {
       static_assert(sizeof(S) == 2 && F == CodeFormat::e2m1, "16-bit outputs of e2m1 codes");
-TEJAS_QUANT_UNROLL
-      for (int st = 0; st < kMaxDequantSteps; ++st) {
-        const int64_t j = j0 + st * stride;
-        if (st >= p.steps || j >= total) continue;
-        const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+      each_step([&](int st, int64_t row, int64_t k) {
         const PackedMxOut<O> ms = packed_mx_out_scale<O>(scale_bits[st]);
         const EvenOdd eo(codes[st]);
         uint32_t out[4];
@@ -698,17 +753,13 @@ TEJAS_QUANT_UNROLL
         if (ms.nan) out[0] = out[1] = out[2] = out[3] = kNaNPair16;
         ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k),
                           make_uint4(out[0], out[1], out[2], out[3]));
-      }
+      });
       continue;
     }
     // nvfp4's tensor scale after the steps' loads (as in quant_vec_kernel: loaded first, the
     // bf16 / f16 e2m1 kernels waited for it before their first code load).
     const float ts = load_tensor_scale(p.tensor_scale);
-TEJAS_QUANT_UNROLL
-    for (int st = 0; st < kMaxDequantSteps; ++st) {
-      const int64_t j = j0 + st * stride;
-      if (st >= p.steps || j >= total) continue;
-      const int64_t row = j / vecs_per_row, k = (j % vecs_per_row) * kVec;
+    each_step([&](int st, int64_t row, int64_t k) {
       const float scale = decode_scale(p.scale_kind, scale_bits[st]);
       Bytes<kCodeBytes> bytes;
       memcpy(bytes.b, &codes[st], kCodeBytes);
@@ -718,7 +769,7 @@ TEJAS_QUANT_UNROLL
       uint4 packed;
       memcpy(&packed, out, sizeof(packed));
       ptx::st_global_cs(reinterpret_cast<uint4*>(static_cast<S*>(p.out) + row * p.out_row_stride + k), packed);
-    }
+    });
   }
 }
 

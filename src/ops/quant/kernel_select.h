@@ -44,8 +44,12 @@ inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bo
 
 template <class O>
 DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
-  if (f == CodeFormat::e4m3)
+  if (f == CodeFormat::e4m3) {
+    if constexpr (sizeof(typename O::Raw) == 2) {
+      if (vectorized && packed) return dequant_vec_kernel<O, CodeFormat::e4m3, true>;
+    }
     return vectorized ? dequant_vec_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e4m3>;
+  }
   if constexpr (std::is_same_v<O, Bf16>) {
     if (vectorized && packed && nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true, true>;
   }
@@ -55,8 +59,8 @@ DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, boo
   return vectorized ? dequant_vec_kernel<O, CodeFormat::e2m1> : dequant_generic_kernel<O, CodeFormat::e2m1>;
 }
 
-// packed (the config's fast_convert) applies to 16-bit out with e2m1 codes and ue8m0 scales, and
-// to bf16 out with nvfp4's e4m3 scales (nvfp4).
+// packed (the config's fast_convert) applies to 16-bit out with e2m1 codes and ue8m0 scales, to
+// bf16 out with nvfp4's e4m3 scales (nvfp4), and to e4m3 codes (config.h: which outs and scales).
 inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
   switch (out) {
     case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed, nvfp4);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "ops/common/independent_fp.h"
 #include "ops/quant/config.h"
@@ -212,7 +213,7 @@ TEST(DequantConfig, VectorWidthAndFallback) {
 // Version 5 (TEJAS_TUNE quant.fast_convert): quant: vectorized, e2m1 codes (any x, any rule) or
 // the fp8_f32 rule (its near_key filter); dequant: vectorized e2m1 to 16-bit out with MX (ue8m0)
 // scales, or nvfp4 to bf16 (the packed pairs); nothing else.
-TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
+TEST(QuantConfig, FastConvertWhereItApplies) {
   for (int x_bytes : {2, 4}) {
     for (int code_bits : {4, 8}) {
       for (bool f32_scales : {true, false}) {
@@ -230,20 +231,27 @@ TEST(QuantConfig, FastConvertOnlyForFp4AndF32Scales) {
       }
       for (bool allow : {true, false}) {
         for (bool mx : {true, false}) {
-          DequantProblem d;
-          d.out_bytes = x_bytes;
-          d.code_bits = code_bits;
-          d.rows = 4;
-          d.K = 1024;
-          d.group = 32;
-          d.mx_scales = mx;
-          d.fast_convert = allow;
-          EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && mx && allow);
-          d.mx_scales = false;
-          d.nvfp4_bf16 = true;  // nvfp4 to bf16 (the planner sets it for e4m3 scales and bf16 out only)
-          EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && code_bits == 4 && allow);
-          d.q_align = 1;
-          EXPECT_FALSE(make_dequant_config(d).fast_convert);
+          for (bool bf16 : {true, false}) {
+            DequantProblem d;
+            d.out_bytes = x_bytes;
+            d.code_bits = code_bits;
+            d.rows = 4;
+            d.K = 1024;
+            d.group = 32;
+            d.mx_scales = mx;
+            d.bf16_out = bf16 && x_bytes == 2;
+            d.fast_convert = allow;
+            const std::string what = std::to_string(x_bytes) + " " + std::to_string(code_bits) + " mx " +
+                                     std::to_string(mx) + " bf16 " + std::to_string(bf16) + " " + std::to_string(allow);
+            // e2m1 with MX scales; e4m3 to bf16 (any scale) or with MX scales; 16-bit out only.
+            const bool want = x_bytes == 2 && allow && (code_bits == 4 ? mx : (d.bf16_out || mx));
+            EXPECT_EQ(make_dequant_config(d).fast_convert, want) << what;
+            d.mx_scales = false;
+            d.nvfp4_bf16 = code_bits == 4 && d.bf16_out;  // the planner's rule: e4m3 scales and bf16 out
+            EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && allow && d.bf16_out) << what;
+            d.q_align = 1;
+            EXPECT_FALSE(make_dequant_config(d).fast_convert) << what;
+          }
         }
       }
     }

@@ -300,6 +300,8 @@ TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
   dequant_random_shapes(rng);
 }
 
+void dequant_lone_hazards(check::Rng& rng);  // below
+
 TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
   TEJAS_SEEDED_TEST_RNG();
   const auto quant = [&] {
@@ -307,7 +309,10 @@ TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants 
     other_group_sizes(rng);
     near_ties_round_exactly(rng);  // quant.fast_convert=0: near_midpoint's own tie handling
   };
-  run_tuned_variants(quant, [&] { dequant_random_shapes(rng); });
+  run_tuned_variants(quant, [&] {
+    dequant_random_shapes(rng);
+    dequant_lone_hazards(rng);  // quant.fast_convert=0: mul_round_odd per output
+  });
 }
 
 // Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps
@@ -335,9 +340,77 @@ void dequant_double_rounding_hazards(check::Rng& rng) {
   }
 }
 
+// One hazard among random codes: a vector with a single product on a bf16 / f16 midpoint (the
+// packed path's per-vector fallback) beside vectors with none, at every position of the vector.
+void dequant_lone_hazards(check::Rng& rng) {
+  constexpr int64_t kRows = 8;
+  const uint8_t code = 0x3E;  // 1.75
+  for (DType od : {DType::bf16, DType::f16}) {
+    const int mbits = od == DType::bf16 ? 7 : 10;
+    PlacedTensor q(DType::e4m3, {kRows, kGroup}), s(DType::f32, {kRows, 1});
+    for (int64_t r = 0; r < kRows; ++r) {
+      // A scale whose f32 product with 1.75 rounds onto a midpoint of the output format while
+      // the exact product is off it (a scale next to mid / 1.75; retried until one is).
+      float sv = 0.0f;
+      for (int tries = 0; tries < 1000 && sv == 0.0f; ++tries) {
+        const double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, (1 << mbits) - 1)) + 1) /
+                                    std::ldexp(1.0, mbits + 1)) *
+                           std::ldexp(1.0, static_cast<int>(rng.randint(-8, 8)));
+        float c = std::nextafter(static_cast<float>(mid / 1.75), 0.0f);
+        for (int n = 0; n < 3 && sv == 0.0f; ++n, c = std::nextafter(c, 1e30f)) {
+          const double exact = 1.75 * static_cast<double>(c);
+          if (static_cast<double>(static_cast<float>(exact)) == mid && exact != mid) sv = c;
+        }
+      }
+      ASSERT_NE(sv, 0.0f) << "no hazard scale found";
+      s.set(r, sv);
+      for (int64_t k = 0; k < kGroup; ++k) q.set_bits(r * kGroup + k, static_cast<uint64_t>(rng.randint(0, 0x7E)));
+      // The hazard code at position r of every other vector of 8 outputs.
+      for (int64_t v = 0; v < kGroup / 8; v += 2) q.set_bits(r * kGroup + v * 8 + r, code);
+    }
+    check_dequant({DType::f32, od, {kRows, kGroup}}, q, s);
+  }
+}
+
+// Every code against scales at the edges: zero, the f32 subnormals, +-Inf and NaN scales, FLT_MAX
+// (products overflow f32 and bf16), ue8m0 2^-127, 2^127 and its NaN code.
+void dequant_special_scales(check::Rng& rng) {
+  const float f32_scales[] = {0.0f,
+                              std::numeric_limits<float>::denorm_min(),
+                              1e-40f,
+                              std::numeric_limits<float>::min(),
+                              std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::max(),
+                              1e36f,
+                              static_cast<float>(rng.uniform(0.5, 1.0))};
+  const uint8_t ue8m0_scales[] = {0, 1, 127, 200, 254, 0xFF};
+  for (DType od : {DType::bf16, DType::f16, DType::f32}) {
+    for (DType sd : {DType::f32, DType::ue8m0}) {
+      const int64_t rows = sd == DType::f32 ? static_cast<int64_t>(std::size(f32_scales)) : std::size(ue8m0_scales);
+      PlacedTensor q(DType::e4m3, {rows, 2 * kGroup}), s(sd, {rows, 2});
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < 2 * kGroup; ++k) q.set_bits(r * 2 * kGroup + k, static_cast<uint64_t>((k + r) & 0xFF));
+        for (int64_t g = 0; g < 2; ++g) {
+          if (sd == DType::f32) s.set(r * 2 + g, g == 0 ? f32_scales[r] : -f32_scales[r]);
+          else s.set_bits(r * 2 + g, ue8m0_scales[r]);
+        }
+      }
+      SCOPED_TRACE(testing::Message() << dtype_name(sd) << " -> " << dtype_name(od));
+      check_dequant({sd, od, {rows, 2 * kGroup}}, q, s);
+    }
+  }
+}
+
 TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
   TEJAS_SEEDED_TEST_RNG();
   dequant_double_rounding_hazards(rng);
+  dequant_lone_hazards(rng);
+}
+
+TEST(DequantFp8GroupKernel, SpecialScalesAndEveryCode) {
+  TEJAS_SEEDED_TEST_RNG();
+  dequant_special_scales(rng);
 }
 
 TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
@@ -377,6 +450,8 @@ TEST(DequantFp8GroupKernel, CudaMatchesReference) {
   const ScopedKernelBackend cuda(Backend::cuda);
   dequant_random_shapes(rng);
   dequant_double_rounding_hazards(rng);
+  dequant_lone_hazards(rng);
+  dequant_special_scales(rng);
 }
 
 TEST(QuantFp8GroupKernel, CudaTunedVariantsMatchReference) {
