@@ -48,6 +48,7 @@ constexpr Knob kKnobs[] = {
     {"norm.pipeline", &Tune::norm_pipeline, 0, kTuneMaxNormStages},
     {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, kTuneMaxNormStages},
     {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1},
+    {"norm.packed_add", &Tune::norm_packed_add, 0, 1},
 };
 
 const Tune* g_override = nullptr;

@@ -59,6 +59,11 @@
 //                          default kernel's 16-byte rows (16-bit x, H % 8 == 0): 1 = the row's
 //                          amax as inv_rms x max|v w|, reduced with the sum of squares in one
 //                          block reduction (default 0 = a second reduction of max|y|)
+//   norm.packed_add=0..1   fused_add_rms_norm (and its fp8 outputs), x and the residual in one
+//                          16-bit dtype: 1 (default) = residual += x as packed bf16x2 / f16x2
+//                          adds from the loaded registers (the same bits); 0 = per element in
+//                          f32, rounded to odd, then to the residual's dtype. Not yet timed on a
+//                          GPU
 //   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
@@ -112,6 +117,7 @@ struct Tune {
   int norm_pipeline = 1;
   int norm_pipeline_fp8 = 0;
   int norm_fp8_one_reduction = 0;
+  int norm_packed_add = 1;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

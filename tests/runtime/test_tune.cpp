@@ -49,6 +49,7 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"norm.pipeline", &Tune::norm_pipeline, 1, 2, 3, "0..2"},
       {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, 1, 3, "0..2"},
       {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1, 2, "0..1"},
+      {"norm.packed_add", &Tune::norm_packed_add, 1, 0, 2, "0..1"},
       {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
   };

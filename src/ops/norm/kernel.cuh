@@ -15,6 +15,7 @@
 #include "device/math.h"  // dev::rsqrtf: the GPU's error under emulation
 #include "device/reduce.cuh"
 #include "device/numeric/exact_round.h"  // num::is_positive_normal
+#include "device/numeric/packed_half.h"  // num::hadd2
 #include "device/loaded.h"
 #include "device/smem.h"
 #include "device/ptx/cp_async.h"
@@ -28,6 +29,10 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 inline constexpr float kE4m3MaxF = 448.0f;
 
 static_assert(kMaxWarps == dev::kMaxWarpsPerBlock, "NormSmem::reduce is block_allreduce's scratch");
+
+// x's dtype and vector width where add_residual_packed applies: 16-bit pairs.
+template <DType XT, int V>
+inline constexpr bool kPackedAddable = XT != DType::f32 && V % 2 == 0;
 
 // Where this thread sits: its row, its index among the row's threads, how many threads share the row.
 struct RowSlot {
@@ -101,6 +106,32 @@ __device__ __forceinline__ void add_residual(const NormParams& p, int64_t row, i
 #pragma unroll
   for (int e = 0; e < N; ++e) f[e] = round_to(p.res_dtype, narrow ? add_round_to_odd(r[e], f[e]) : r[e] + f[e]);
   store_any<N>(elem_at(p.residual, row, p.res_stride, col, float_bytes(p.res_dtype)), p.res_dtype, f TEJAS_NESTED_SITE);
+}
+
+// residual += x for x and the residual in one 16-bit dtype (NormParams::packed_add), on the
+// registers as loaded: each pair's sum by one packed add, rounded once (num::hadd2), which is
+// the correctly rounded sum add_residual gets through round-to-odd. The sum replaces x's
+// registers (decoded from there as x would be) and is stored as is. NOTES: add_residual spends
+// ~12 instructions per element (decode x and r, TwoSum, the round-to-odd fix-up, the
+// conversion back), most on the ALU pipe, which ncu showed busy in the fused op
+// (docs/kernels/fused_add_rms_norm.md). Kept in x's registers, not decoded into v here: with the
+// sum decoded on its own path beside the per-element one, the E-16 kernels spilled 36-92 bytes.
+template <DType XT, int N, class RawR>
+__device__ __forceinline__ void add_residual_packed(const NormParams& p, int64_t row, int64_t col, RawVec<XT, N>& xr,
+                                                    const RawR& rr TEJAS_CALLER_PARAM) {
+  static_assert(XT != DType::f32 && N % 2 == 0, "pairs of 16-bit elements");
+  using H = std::conditional_t<XT == DType::bf16, num::Bf16, num::F16>;
+  uint32_t xw[N / 2], rw[N / 2];
+  memcpy(xw, &xr, sizeof xw);
+  memcpy(rw, &rr, sizeof rw);  // a 16-bit residual: the first N * 2 bytes
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) xw[i] = num::hadd2<H>(xw[i], rw[i]);
+  memcpy(xr.c, xw, sizeof xw);
+  using R = RawVec<XT, N>;
+#pragma unroll
+  for (int i = 0; i < R::kBytes / R::kPiece; ++i)
+    ptx::st_global(static_cast<typename R::Chunk*>(elem_at(p.residual, row, p.res_stride, col, kElemBytes<XT>)) + i,
+                   xr.c[i] TEJAS_NESTED_SITE);
 }
 
 // y = v * inv_rms * weight, in place: the weight's raw registers loaded, then applied.
@@ -364,9 +395,15 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   RawAny<V> rr[I];
   dev::Loaded<RawVec<XT, 1>> xtr;  // loaded and read under has_tail
   RawAny<1> rtr;
-  const auto decode_item = [&](int k, int64_t) {
+  // NormParams::packed_add (x and the residual in one 16-bit dtype): x's registers hold the sum
+  // (add_residual_packed) when they are decoded; the residual's are not decoded.
+  const bool packed = kPackedAddable<XT, V> && p.packed_add && p.residual != nullptr;
+  const auto decode_item = [&](int k, int64_t col) {
+    if constexpr (kPackedAddable<XT, V>) {
+      if (packed) add_residual_packed<XT, V>(p, rs.row, col, xr[k], rr[k]);
+    }
     decode_raw(xr[k], v[k]);
-    if (p.residual != nullptr) decode_any(p.res_dtype, rr[k], r[k]);
+    if (p.residual != nullptr && !packed) decode_any(p.res_dtype, rr[k], r[k]);
   };
   // NOTES: f32 x vec 4 / E 16 (f32 rows above 2048) decodes each item as it arrives instead:
   // every load first spilled 6-12 bytes at the 64-register cap there; so does the vec 1 / E 16
@@ -410,7 +447,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
     if (p.residual != nullptr) decode_any(p.res_dtype, rtr, rt);
   }
   if (p.residual != nullptr) {
-    each([&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
+    if (!packed) each([&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
     if (has_tail) add_residual<1>(p, rs.row, tail_col, vt, rt);
   }
 
@@ -483,12 +520,16 @@ __global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams
     for (int k = 0; k < I; ++k)
 #pragma unroll
       for (int e = 0; e < V; ++e) v[k][e] = r[k][e] = 0.0f;
-    each_item<I, V>(rs, nvec, [&](int k, int64_t) {
+    const bool packed = kPackedAddable<XT, V> && p.packed_add && fused;  // as in norm_kernel
+    each_item<I, V>(rs, nvec, [&](int k, int64_t col) {
+      if constexpr (kPackedAddable<XT, V>) {
+        if (packed) add_residual_packed<XT, V>(p, rs.row, col, xr[k], rr[k]);
+      }
       decode_raw(xr[k], v[k]);
-      if (fused) decode_16bit(p.res_dtype, rr[k], r[k]);
+      if (fused && !packed) decode_16bit(p.res_dtype, rr[k], r[k]);
     });
     stage = stage + 1 == stages ? 0 : stage + 1;
-    if (fused) each_item<I, V>(rs, nvec, [&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
+    if (fused && !packed) each_item<I, V>(rs, nvec, [&](int k, int64_t col) { add_residual<V>(p, rs.row, col, v[k], r[k]); });
     // NOTES: kNarrowWeight: with RawAny's f32 room the unloaded upper halves were carried from
     // row to row through local memory (32-48 bytes of spill in the E-16 kernels).
     finish_row<XT, V, I, true, true>(p, rs, nvec, v, vt, false, 0, smem);

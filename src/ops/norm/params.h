@@ -34,6 +34,9 @@ struct NormParams {
   bool warp_per_row = false;  // one warp per row (blockDim.x = 32 * rows per block); else one CTA per row
   int prefetch_rows = 0;      // > 0: also prefetch.L2 row + prefetch_rows's x and residual (TEJAS_TUNE norm.prefetch_rows)
   int pipeline_stages = 0;    // norm_pipe_kernel only: rows each CTA keeps in flight in shared memory (1 or 2)
+  // residual += x as packed 16-bit adds (kernel.cuh's add_residual_packed): set when x and the
+  // residual share a 16-bit dtype (and TEJAS_TUNE norm.packed_add is on); vectors of >= 2 only.
+  bool packed_add = false;
 };
 
 }  // namespace tejas::norm

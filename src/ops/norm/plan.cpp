@@ -77,6 +77,8 @@ NormLaunch plan_norm(const NormArgs& a) {
   p.out_kind = a.out_kind;
   p.warp_per_row = l.config.warp_per_row;
   p.prefetch_rows = detail::tune().norm_prefetch_rows;
+  p.packed_add = detail::tune().norm_packed_add != 0 && a.residual.defined() && a.residual.dtype == a.x.dtype &&
+                 (a.x.dtype == DType::bf16 || a.x.dtype == DType::f16);
   return l;
 }
 

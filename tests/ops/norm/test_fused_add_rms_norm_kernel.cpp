@@ -135,6 +135,91 @@ TEST(FusedAddRmsNormKernel, NonFiniteRows) {
   run_non_finite(Backend::emulator, rng);
 }
 
+// x and the residual in one 16-bit dtype (the packed add, NormParams::packed_add) on sums at the
+// edges: exact cancellation (+0, and -0 + -0), subnormal operands and results, sums that round
+// at or just below the overflow boundary (f16 65504 + 16 is the midpoint to 65536: Inf; + 8 is
+// not), operands 2^-30 apart, and random values across the exponent range; every kernel path
+// (warp per row, CTA per row, the pipelined CTA, misaligned vec 1 and 2). The stored residual must
+// equal the reference's bits (one rounding of the exact sum), with norm.packed_add on and off.
+void run_hard_sums(Backend b, check::Rng& rng) {
+  struct Case {
+    int64_t T, H, shift;
+  };
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const double big = dt == DType::f16 ? 65504.0 : 3.3895313892515355e38;  // the largest finite
+    const double ulp_big = dt == DType::f16 ? 32.0 : 0x1p120;              // its spacing
+    const double tiny = dt == DType::f16 ? 0x1p-24 : 0x1p-133;             // the smallest subnormal
+    for (const Case& s : {Case{3, 40, 0}, Case{3, 2048, 0}, Case{5, 4096, 0}, Case{3, 1030, 1}, Case{3, 516, 2}}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " T=" << s.T << " H=" << s.H << " shift=" << s.shift);
+      HostTensor x = shifted(dt, s.T, s.H, 0, s.shift), w(dt, {s.H});
+      HostTensor res_ref(dt, {s.T, s.H}), res_got = shifted(dt, s.T, s.H, 0, s.shift);
+      HostTensor out_ref(dt, {s.T, s.H}), out_got = shifted(dt, s.T, s.H, 0, s.shift);
+      check::fill_normal(w, rng, 1.0, 0.5);
+      for (int64_t t = 0; t < s.T; ++t) {
+        for (int64_t h = 0; h < s.H; ++h) {
+          double a = 0, r = 0;
+          const double sign = rng.randint(0, 1) ? 1.0 : -1.0;
+          switch ((t * s.H + h) % 8) {
+            case 0: a = sign * rng.uniform(0.5, 2.0); r = -a; break;                            // exact 0
+            case 1: a = sign * tiny * static_cast<double>(rng.randint(1, 100)); r = sign * tiny * 3; break;
+            case 2: a = sign * big; r = sign * ulp_big / 2; break;                              // a midpoint
+            case 3: a = sign * big; r = sign * ulp_big / 4; break;                              // below it
+            case 4: a = sign * rng.uniform(1.0, 2.0); r = sign * rng.uniform(1.0, 2.0) * 0x1p-30; break;
+            case 5: a = -0.0; r = -0.0; break;
+            default:
+              a = sign * rng.uniform(1.0, 2.0) * std::ldexp(1.0, static_cast<int>(rng.randint(-12, 12)));
+              r = (rng.randint(0, 1) ? 1.0 : -1.0) * rng.uniform(1.0, 2.0) *
+                  std::ldexp(1.0, static_cast<int>(rng.randint(-12, 12)));
+          }
+          x.set({t, h}, a);  // rounded to dt (cases 0-3 and 5 are exact in both dtypes)
+          res_ref.set({t, h}, r);
+        }
+      }
+      res_got.copy_from(res_ref);
+      auto call = [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+        return fused_add_rms_norm(ctx, v[0], v[1], v[2], kEps, v[3]);
+      };
+      TEJAS_ASSERT_OK(run_backend(Backend::reference, {&x, &res_ref, &w, &out_ref}, call));
+      TEJAS_ASSERT_OK(run_backend(b, {&x, &res_got, &w, &out_got}, call));
+      for (int64_t t = 0; t < s.T; ++t)
+        for (int64_t h = 0; h < s.H; ++h) {
+          const uint64_t got = res_got.bits_flat(t * s.H + h), want = res_ref.bits_flat(t * s.H + h);
+          if (got != want && !(std::isnan(res_got.get({t, h})) && std::isnan(res_ref.get({t, h})))) {
+            ADD_FAILURE() << "residual [" << t << ", " << h << "]: got 0x" << std::hex << got << " want 0x" << want;
+            return;
+          }
+        }
+      const auto r = check::compare(out_got, out_ref, tolerance_for(dt));
+      EXPECT_TRUE(r.ok) << "out: " << r.message;
+    }
+  }
+}
+
+TEST(FusedAddRmsNormKernel, PackedAddHardSums) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int on : {1, 0}) {
+    for (int stages : {1, 0}) {
+      SCOPED_TRACE(::testing::Message() << "norm.packed_add=" << on << " norm.pipeline=" << stages);
+      detail::Tune t;
+      t.norm_packed_add = on;
+      t.norm_pipeline = stages;
+      const detail::ScopedTuneOverride variant(t);
+      run_hard_sums(Backend::emulator, rng);
+    }
+  }
+  detail::Tune t;
+  t.norm_packed_add = 0;  // the per-element add on every other case
+  const detail::ScopedTuneOverride variant(t);
+  for (const NormCase& c : plain_cases()) check_norm_case(Backend::emulator, c, rng);
+  for (const NormCase& c : fp8_and_misaligned_cases()) check_norm_case(Backend::emulator, c, rng);
+}
+
+TEST(FusedAddRmsNormKernelCuda, PackedAddHardSums) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  run_hard_sums(Backend::cuda, rng);
+}
+
 TEST(FusedAddRmsNormKernelCuda, NonFiniteRows) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
