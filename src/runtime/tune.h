@@ -79,6 +79,10 @@
 //                          before loading the position, and rotates them from there; 0 = they
 //                          are loaded after the position and cos/sin (with 1 head in flight,
 //                          staging alone was 9-11% slower on the H200: it pays with 2)
+//   rope.v_stage=0..1      rope_kv_cache_write with rope.head_stage=1: 1 (default) = each thread
+//                          copies its first v vector into shared memory with its heads
+//                          (cp.async, one group) and copies it to the cache from there; 0 = v
+//                          is first read at the copy, after the rotation. Not yet timed on a GPU
 //   rope.kv_loads_first=0..1  kv_cache_write: 1 (default) = kv_write_kernel, each thread's k and
 //                          v vectors (up to 4) loaded with the slot before any wait, then stored
 //                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path
@@ -107,6 +111,7 @@ struct Tune {
   int rope_head_prefetch = 0;
   int rope_head_stage = 1;
   int rope_kv_loads_first = 1;
+  int rope_v_stage = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;

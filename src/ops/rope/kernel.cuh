@@ -398,11 +398,30 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
   }
 }
 
+// The rope.v_stage variant (RopeParams::v_stage; the head-staging kernels): this thread's first v
+// vector's slot, after the head slots (kHeads heads x 2 (neox) or 1 (gptj) accesses of 16 bytes
+// per thread: config.cpp's head_stage_smem_bytes), and its copy there by cp.async, issued before
+// stage_heads's commit so that it joins the heads' group (or committed alone by a thread that
+// stages no heads). 16-byte vectors (kStage kernels only).
+template <int kHeads>
+__device__ __forceinline__ unsigned char* v_slot(const RopeParams& p) {
+  const int accesses = p.neox ? 2 : 1;  // the staged columns' accesses per head (16-byte loads)
+  return dev::dynamic_smem<unsigned char>() +
+         (static_cast<int64_t>(kHeads * accesses) * blockDim.x + threadIdx.x) * kMaxAccessBytes;
+}
+template <class S, int VEC, int kHeads>
+__device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int local) {
+  static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte v vectors");
+  const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
+  ptx::cp_async_16(v_slot<kHeads>(p), static_cast<const typename S::Raw*>(p.v) + t * p.v_tok +
+                                          (local / cols) * p.v_head + (local % cols) * VEC);
+}
+
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
-// consecutive vectors of a row).
-template <class S, int VEC>
-__device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group,
-                                       int64_t slot TEJAS_CALLER_PARAM) {
+// consecutive vectors of a row). staged: the thread's first vector is in its v slot (stage_v).
+template <class S, int VEC, int kHeads = 0>
+__device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot,
+                                       bool staged = false TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
   Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
@@ -410,7 +429,18 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
-    load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
+    bool from_slot = false;
+    if constexpr (kHeads > 0) from_slot = staged && it == local;
+    if (from_slot) {
+      if constexpr (kHeads > 0) {
+        using W = typename num::AccessWord<kMaxAccessBytes>::type;
+        ptx::cp_async_wait<0>();
+        const W w = ptx::ld_shared(reinterpret_cast<const W*>(v_slot<kHeads>(p)) TEJAS_NESTED_SITE);
+        memcpy(r, &w, sizeof w);
+      }
+    } else {
+      load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
+    }
     const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
     store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
   }
@@ -512,10 +542,20 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // TEJAS_TUNE rope.head_stage=1 (the default since the H200 timed it; 16-byte q/k
   // accesses): the first step's head vectors copied into shared memory (cp.async) before the
   // position load, and rotated from there (rotate_column's `staged`).
+  bool v_staged = false;
   if constexpr (kStage) {
+    // TEJAS_TUNE rope.v_stage=1 (the default): the thread's first v vector copied into shared
+    // memory with its heads (one cp.async group), so the v copy after the rotation reads it
+    // there instead of making a DRAM trip of its own. NOTES: the L2 prefetch of that vector
+    // (rope.v_prefetch) was within noise on the H200 (0.96-0.98 of the time). Skipped tokens' v
+    // is staged too (their slot is not known yet), as with the prefetch.
+    v_staged = p.v_stage && local < p.Hk * (p.D / VEC);
+    if (v_staged) impl::stage_v<S, VEC, kHeads>(p, ptx::mov_opaque(t), local);
     if (local % p.col_threads < p.rot_cols) {
       if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
       else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+    } else if (v_staged) {
+      ptx::cp_async_commit();
     }
   }
   // The thread's first v vector, prefetched into L2 at the start: the v copy at the end finds
@@ -539,7 +579,12 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     else impl::rotate_column<S, VEC, false, kHeads>(p, t, col, lane, slot_loaded, staged);
   }
   const int64_t slot = impl::slot_at(p, slot_loaded);
-  if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
+  if constexpr (kStage) {
+    if (slot >= 0) impl::copy_v<S, VEC, kHeads>(p, t, local, group, slot, v_staged);
+    else if (v_staged) ptx::cp_async_wait<0>();  // a skipped token's staged v: nothing left pending at exit
+  } else {
+    if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
+  }
 }
 
 }  // inline namespace TEJAS_BUILD_NS

@@ -33,6 +33,7 @@ struct RopeParams {
   bool v_prefetch;  // with caches: prefetch each thread's first v vector into L2 at the start
   bool head_prefetch;  // prefetch each thread's first q/k head rows into L2 before the position load
   bool head_stage;     // copy them into shared memory (cp.async) instead, and rotate them from there
+  bool v_stage;        // with head_stage and caches: copy each thread's first v vector there too
   bool kv_loads_first;  // kv_cache_write: kv_write_kernel (loads first) instead of rope_kernel
   KvKind kv_kind;
   int rot_cols, pass_cols, col_threads, head_lanes, tokens_per_block;

@@ -119,7 +119,9 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   const int64_t stage_bytes = head_stage_smem_bytes(c, pr.elem_bytes, pr.interleaved);
   p.head_stage = detail::tune().rope_head_stage != 0 && stage_bytes > 0;
   p.kv_loads_first = !rotates && kv != KvKind::none && detail::tune().rope_kv_loads_first != 0;
-  l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes) : 0;
+  // rope.v_stage: one more 16-byte slot per thread for its first v vector (kernel.cuh's v_slot).
+  p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
+  l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)) : 0;
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;

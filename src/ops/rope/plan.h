@@ -26,7 +26,7 @@ struct RopeLaunch {
   RopeConfig config;
   RopeParams params;
   DType dtype = DType::bf16;  // q's dtype: selects the kernel
-  size_t smem_bytes = 0;      // dynamic shared memory: the rope.head_stage slots, else 0
+  size_t smem_bytes = 0;      // dynamic shared memory: the rope.head_stage slots (and rope.v_stage's), else 0
 };
 
 RopeLaunch plan_launch(const RopeArgs& a);

@@ -75,7 +75,8 @@ void run_tuned(std::initializer_list<detail::Tune> tunes, Run&& run) {
 // rotary bytes of each thread's first step (its first column in its first heads: min(heads,
 // head_lanes x heads in flight) heads, min(rot_cols, col_threads) columns of 2 x pairs elements)
 // went through cp.async exactly once - all of them unless heads or columns outnumber the lanes;
-// otherwise none did.
+// otherwise none did. With rope.v_stage (caches): each token's first min(Hk x D / vec, group)
+// v vectors too, every token's (a skipped one's included), once each.
 // Returns whether it staged, so a test can insist that some of its cases did (counted in
 // staged_cases()).
 inline int& staged_cases() {
@@ -90,7 +91,12 @@ inline bool expect_head_stage_bytes(int64_t T, int64_t heads, int64_t rotary, DT
   const int64_t cols = std::min(c.rot_cols, c.col_threads);
   EXPECT_EQ(int64_t{c.rot_cols} * 2 * c.pairs, rotary);
   const uint64_t bytes = detail::last_emulator_reports().at(0).counters.cp_async_bytes;
-  EXPECT_EQ(bytes, staged ? static_cast<uint64_t>(T * first_heads * cols * 2 * c.pairs * dtype_bits(dt) / 8) : 0u);
+  const int64_t group = int64_t{c.col_threads} * c.head_lanes;
+  const int64_t v_vectors = l.params.v_stage ? std::min(l.problem.Hk * (l.problem.D / c.vec), group) : 0;
+  EXPECT_EQ(l.params.v_stage, staged && l.problem.kv_cache_elem_bytes > 0 && detail::tune().rope_v_stage != 0);
+  EXPECT_EQ(bytes, staged ? static_cast<uint64_t>(T * (first_heads * cols * 2 * c.pairs + v_vectors * c.vec) *
+                                                  dtype_bits(dt) / 8)
+                          : 0u);
   if (staged) ++staged_cases();
   return staged;
 }

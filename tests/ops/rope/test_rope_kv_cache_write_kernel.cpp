@@ -144,17 +144,20 @@ TEST(RopeKvCacheWriteKernel, UnstagedVariantsMatchReference) {  // rope.head_sta
 // position, one slot and position per token - and stores are whole 16-byte vectors in full sectors.
 TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
-  detail::Tune v_prefetch, head_prefetch, two_prefetch = ropetest::two_heads();
+  detail::Tune v_prefetch, head_prefetch, two_prefetch = ropetest::two_heads(), v_unstaged;
   v_prefetch.rope_v_prefetch = 1;
   head_prefetch.rope_head_prefetch = 1;
   two_prefetch.rope_head_prefetch = 1;
+  v_unstaged.rope_v_stage = 0;
+  const KvShape s{4, 8, 2, 128, 128, 2, 16};
+  uint64_t load_sectors_v_staged = 0, load_sectors_v_loaded = 0;
   for (const detail::Tune& tune : {detail::Tune{}, ropetest::unstaged(1), ropetest::unstaged(2), v_prefetch,
-                                   head_prefetch, two_prefetch, ropetest::head_stage(1)}) {
+                                   head_prefetch, two_prefetch, ropetest::head_stage(1), v_unstaged}) {
     const detail::ScopedTuneOverride override_tune(tune);
     SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch="
                                       << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch
-                                      << " rope.head_stage=" << tune.rope_head_stage);
-    const KvShape s{4, 8, 2, 128, 128, 2, 16};
+                                      << " rope.head_stage=" << tune.rope_head_stage
+                                      << " rope.v_stage=" << tune.rope_v_stage);
     KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 4);
     for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
     TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
@@ -162,7 +165,10 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
     const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
     EXPECT_TRUE(rep.ok()) << rep.summary();
     const uint64_t cached = s.T - 1;  // make_kv_buffers skips every 4th token
-    const uint64_t qk = s.T * (s.Hq + s.Hk) * s.D * 2, v = cached * s.Hk * s.D * 2;
+    // rope.v_stage (with head staging): every token's v is read, the skipped one's too (staged
+    // before the slot is known); else only the cached tokens'.
+    const bool v_staged = tune.rope_head_stage && tune.rope_v_stage;
+    const uint64_t qk = s.T * (s.Hq + s.Hk) * s.D * 2, v = (v_staged ? s.T : cached) * s.Hk * s.D * 2;
     const uint64_t cos = s.T * s.rotary * 4, idx = s.T * (8 + 8), scales = 2 * 4;
     EXPECT_EQ(rep.counters.global_bytes_read_unique, qk + v + cos + idx + scales);
     EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
@@ -175,10 +181,17 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
     const uint64_t head_prefetches = tune.rope_head_prefetch ? s.T * (s.Hq + s.Hk) * (s.rotary / 8) : 0;
     EXPECT_EQ(rep.counters.global_prefetches, v_prefetches + head_prefetches);
     // rope.head_stage=1: the same head rows' rotary dims through cp.async, each byte once (and
-    // still read once: the unique bytes above).
+    // still read once: the unique bytes above); rope.v_stage=1 too: every token's v row.
     const uint64_t staged = tune.rope_head_stage ? s.T * (s.Hq + s.Hk) * s.rotary * 2 : 0;
-    EXPECT_EQ(rep.counters.cp_async_bytes, staged);
+    EXPECT_EQ(rep.counters.cp_async_bytes, staged + (v_staged ? s.T * s.Hk * s.D * 2 : 0));
+    // The staged v is copied from shared memory: v is read once per token, by the cp.async
+    // (whose sectors the load counters include), not loaded again. Against rope.v_stage=0,
+    // otherwise the same kernel, that is the skipped token's v sectors more, no others.
+    if (tune.rope_head_stage && tune.rope_heads == 0 && !tune.rope_v_prefetch && !tune.rope_head_prefetch)
+      (v_staged ? load_sectors_v_staged : load_sectors_v_loaded) = rep.counters.global_load_sectors;
   }
+  ASSERT_GT(load_sectors_v_staged, 0u);
+  EXPECT_EQ(load_sectors_v_staged - load_sectors_v_loaded, static_cast<uint64_t>(1 * s.Hk * s.D * 2 / 32));
 }
 
 // fp8 caches at the hard cases: every bf16 / f16 value whose f32 quotient by the scale rounds to
