@@ -70,8 +70,8 @@
 //                          with rope.head_stage=1, 2 heads ran rope 15%, mrope 19% and
 //                          rope_kv_cache_write 23% faster; kv_cache_write 9% slower)
 //   rope.v_prefetch=0..1   rope_kv_cache_write (and kv_cache_write at rope.kv_loads_first=0): 1 =
-//                          each thread prefetches its first v vector into L2 at its start; 0
-//                          (default) = v is first read at the copy
+//                          each thread prefetches its first v vector into L2 at its start (not
+//                          where rope.v_stage copies it); 0 (default) = no prefetch
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
 //   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 (default) = each thread copies
@@ -83,6 +83,11 @@
 //                          copies its first v vector into shared memory with its heads
 //                          (cp.async, one group) and copies it to the cache from there; 0 = v
 //                          is first read at the copy, after the rotation. Not yet timed on a GPU
+//   rope.pipeline=0..1     rope and mrope with rope.head_stage=1, one rotary column and one head
+//                          step per thread: 1 = persistent CTAs walk the tokens, each thread
+//                          staging the next token's heads (cp.async) and loading its position
+//                          while it rotates the current one; 0 (default) = a thread per token
+//                          column. Not yet timed on a GPU
 //   rope.kv_loads_first=0..1  kv_cache_write: 1 (default) = kv_write_kernel, each thread's k and
 //                          v vectors (up to 4) loaded with the slot before any wait, then stored
 //                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path
@@ -112,6 +117,7 @@ struct Tune {
   int rope_head_stage = 1;
   int rope_kv_loads_first = 1;
   int rope_v_stage = 1;
+  int rope_pipeline = 0;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;

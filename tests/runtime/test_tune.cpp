@@ -53,6 +53,7 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
+      {"rope.pipeline", &Tune::rope_pipeline, 0, 1, 2, "0..1"},
   };
   for (const KeyCase& k : cases) {
     SCOPED_TRACE(k.key);

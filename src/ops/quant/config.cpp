@@ -87,10 +87,9 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
     c.vectorized = true;
     c.vec = vec;
     c.steps = p.steps < 1 ? 1 : (p.steps > kMaxDequantSteps ? kMaxDequantSteps : p.steps);
-    // e2m1: MX scales to 16-bit out, nvfp4 to bf16; e4m3: bf16 out, or f16 out with ue8m0 scales.
+    // 16-bit out: e2m1 codes with MX scales, or nvfp4 to bf16; e4m3 codes with any scale.
     const bool fp4 = p.code_bits == 4 && (p.mx_scales || p.nvfp4_bf16);
-    const bool fp8 = p.code_bits == 8 && (p.bf16_out || p.mx_scales);
-    c.fast_convert = p.fast_convert && p.out_bytes == 2 && (fp4 || fp8);
+    c.fast_convert = p.fast_convert && p.out_bytes == 2 && (fp4 || p.code_bits == 8);
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }

@@ -82,7 +82,6 @@ struct DequantProblem {
   int max_grid = 0;  // as QuantProblem's
   bool mx_scales = false;     // ue8m0 scales (MX)
   bool nvfp4_bf16 = false;    // e4m3 block scales (nvfp4) and bf16 out
-  bool bf16_out = false;      // out is bf16 (not f16)
   bool fast_convert = true;  // as QuantProblem's
 };
 
@@ -91,9 +90,8 @@ struct DequantConfig {
   int vec = 1;           // outputs per thread per step (vectorized: 16 bytes of out)
   int steps = 1;         // vectorized: steps per thread, all loads issued first (<= kMaxDequantSteps)
   // Vectorized, e2m1 codes: MX scales to 16-bit out, or nvfp4 to bf16: pairs decoded and scaled
-  // as packed bf16 / f16 (version 4 of the e2m1 paths). e4m3 codes to bf16, or to f16 with ue8m0
-  // scales: products packed in pairs, rounded to odd only near a midpoint (version 3 of the fp8
-  // path).
+  // as packed bf16 / f16 (version 4 of the e2m1 paths). e4m3 codes to 16-bit out: products
+  // packed in pairs, rounded to odd only on a midpoint (version 3 of the fp8 path).
   bool fast_convert = false;
   int threads = kThreads;
   int64_t grid = 1;

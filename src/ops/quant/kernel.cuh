@@ -553,6 +553,17 @@ __device__ __forceinline__ uint32_t pack_pair(float a, float b) {
 __device__ __forceinline__ uint32_t midpoint_lanes_bf16(float a, float b) {
   return __byte_perm(num::f32_bits(a), num::f32_bits(b), 0x5410) ^ 0x80008000u;
 }
+// The same for f16 out: on f16's normal range an f32 value on a midpoint has low 13 bits 0x1000
+// (f16 keeps 10 of f32's 23 fraction bits; the overflow midpoint 65520 too). In f16's subnormal
+// range (0 < |p| < 2^-14) the midpoints are the odd multiples of 2^-25, at a bit position that
+// depends on p's exponent, so every nonzero product there counts as on one (its vector rounds to
+// odd per output: exact, just slower).
+__device__ __forceinline__ uint32_t midpoint_lanes_f16(float a, float b) {
+  constexpr uint32_t kF16MinNormalBits = 0x38800000u;  // 2^-14 as f32 bits
+  const uint32_t ua = num::f32_bits(a), ub = num::f32_bits(b);
+  const bool sub = (ua & 0x7FFFFFFFu) - 1u < kF16MinNormalBits - 1u || (ub & 0x7FFFFFFFu) - 1u < kF16MinNormalBits - 1u;
+  return sub ? 0u : (__byte_perm(ua, ub, 0x5410) & 0x1FFF1FFFu) ^ 0x10001000u;
+}
 __device__ __forceinline__ bool midpoint_hit(uint32_t lanes_min) {
   return (lanes_min & 0xFFFFu) == 0 || (lanes_min >> 16) == 0;
 }
@@ -637,11 +648,11 @@ __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t b
 // path) or, with kNvfp4, e4m3 block scales and a tensor scale to bf16.
 // kPacked, 16-bit out, e4m3 codes (version 3 of the fp8 path): codes decoded in pairs, the
 // products packed in pairs (one cvt per two outputs), and mul_round_odd only where it can
-// matter: never for ue8m0 scales (exact products); for f32 scales to bf16, only in a vector with
-// a product on a bf16 midpoint (midpoint_key_bf16: about 1 vector in 8,000 for a scale with a
-// full mantissa; exact ties take it harmlessly). f16 out with f32 scales (the config does not
-// pick this kernel for them) rounds to odd per output. NOTES: version 2 ran mul_round_odd on
-// every output (a product, its fma residual, two compares and the fix-up: ~10 instructions per
+// matter: never for ue8m0 scales (exact products); for f32 scales, only in a vector with a
+// product on a midpoint of the output format (midpoint_lanes_bf16 / _f16: about 1 vector in
+// 8,000 for a scale with a full mantissa, plus, for f16, vectors with a product in f16's
+// subnormal range; exact ties take it harmlessly). NOTES: version 2 ran mul_round_odd on every
+// output (a product, its fma residual, two compares and the fix-up: ~10 instructions per
 // element, most on the ALU pipe) and one cvt per output.
 template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false>
 __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
@@ -715,16 +726,17 @@ TEJAS_QUANT_UNROLL
         const float scale = decode_scale(p.scale_kind, scale_bits[st]);
         const uint32_t words[2] = {codes[st].x, codes[st].y};
         float prod[kVec];
-        uint32_t key = ~0u;  // bf16: a lane 0 when some product's low 16 bits are 0x8000
+        uint32_t key = ~0u;  // a lane 0 when some product is on a midpoint of O
 TEJAS_QUANT_UNROLL
         for (int i = 0; i < kVec / 2; ++i) {
           const num::F32x2 c = num::e4m3x2_to_f32x2(static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2))));
           prod[2 * i] = c.lo * scale;
           prod[2 * i + 1] = c.hi * scale;
           if constexpr (std::is_same_v<O, Bf16>) key = num::min_u16x2(key, midpoint_lanes_bf16(prod[2 * i], prod[2 * i + 1]));
+          else key = num::min_u16x2(key, midpoint_lanes_f16(prod[2 * i], prod[2 * i + 1]));
         }
         uint32_t out[kVec / 2];
-        if (!exact && (!std::is_same_v<O, Bf16> || midpoint_hit(key))) {  // rare for bf16: as dequant_value
+        if (!exact && midpoint_hit(key)) {  // rare: as dequant_value
 TEJAS_QUANT_UNROLL
           for (int i = 0; i < kVec; ++i) {
             const S o = O::from_f32(mul_round_odd(decode_code<F>(reinterpret_cast<const uint8_t*>(words), i), scale));

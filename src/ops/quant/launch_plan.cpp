@@ -213,8 +213,7 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.steps = detail::tune().dequant_steps;
   prob.max_grid = detail::tune().quant_max_grid;
   prob.mx_scales = p.scale_kind == ScaleKind::ue8m0;
-  prob.bf16_out = plan.t.data->dtype == DType::bf16;
-  prob.nvfp4_bf16 = p.scale_kind == ScaleKind::e4m3 && prob.bf16_out;
+  prob.nvfp4_bf16 = p.scale_kind == ScaleKind::e4m3 && plan.t.data->dtype == DType::bf16;
   prob.fast_convert = detail::tune().quant_fast_convert != 0;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;

@@ -87,6 +87,14 @@ int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interlea
   return int64_t{c.threads} * c.heads_in_flight * head_accesses(c, interleaved) * bytes;
 }
 
+bool pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
+  return p.kv_cache_elem_bytes == 0 && head_stage_smem_bytes(c, p.elem_bytes, p.interleaved) > 0 &&
+         c.pass_cols == 0 && c.col_threads == c.rot_cols &&
+         int64_t{c.head_lanes} * c.heads_in_flight >= p.Hq + p.Hk;
+}
+
+int64_t pipe_blocks(const RopeConfig& c, int64_t resident) { return std::clamp<int64_t>(resident, 1, c.blocks); }
+
 std::string to_string(const RopeProblem& p) {
   std::ostringstream os;
   os << "T=" << p.T << " Hq=" << p.Hq << " Hk=" << p.Hk << " D=" << p.D << " rotary=" << p.rotary_dim

@@ -290,15 +290,16 @@ __device__ __forceinline__ unsigned char* head_slot(int i, int a) {
 // The first step's q/k vectors copied into this thread's slots by cp.async, one commit group:
 // their DRAM trip runs beside the position's and the cos/sin row's, and the registers wait for
 // nothing until rotate_column reads the slots. 16-byte accesses only (the staging kernels').
+// head0: the slots' first head index (rope_pipe_kernel's second stage: kHeads).
 template <class S, int VEC, bool kNeox, int kHeads>
-__device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int col, int lane) {
+__device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int col, int lane, int head0 = 0) {
   using Raw = typename S::Raw;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
   constexpr int kBytes = kLoad * static_cast<int>(sizeof(Raw));
   if constexpr (kBytes == kMaxAccessBytes) {
     constexpr int kAccesses = 2 * kPairsPerColumn<VEC, kNeox> / kLoad;
-    each_first_step_access<S, VEC, kNeox, kHeads>(p, t, col, lane, [](int i, int a, const Raw* x) {
-      ptx::cp_async_16(head_slot<kAccesses, kBytes>(i, a), x);
+    each_first_step_access<S, VEC, kNeox, kHeads>(p, t, col, lane, [head0](int i, int a, const Raw* x) {
+      ptx::cp_async_16(head_slot<kAccesses, kBytes>(head0 + i, a), x);
     });
     ptx::cp_async_commit();
   }
@@ -309,9 +310,14 @@ __device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int 
 // (lanes walk h = lane, lane + head_lanes, ... kHeads at a time): kHeads x 2P elements in flight
 // per thread after the position and cos/sin trips.
 // staged: the first step's heads are in this thread's slots (stage_heads), not to be loaded.
-template <class S, int VEC, bool kNeox, int kHeads>
+// rope_pipe_kernel's use: kPending cp.async groups may stay in flight when the slots are read
+// (the next token's), head0 is the slots' first head index (the stage), pos_in the token's
+// position as loaded one token ahead (else loaded here), and kCache = false compiles the cache
+// stores out (rope and mrope only: 10 fewer registers in the two-head kernel, sm_90a).
+template <class S, int VEC, bool kNeox, int kHeads, int kPending = 0, bool kCache = true>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
-                                              const Loaded<int64_t>& slot_loaded, bool staged TEJAS_CALLER_PARAM) {
+                                              const Loaded<int64_t>& slot_loaded, bool staged, int head0 = 0,
+                                              const int64_t* pos_in = nullptr TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -320,9 +326,9 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   const int heads = static_cast<int>(p.Hq + p.Hk);
   const auto offset = [&](int a) { return access_offset<kNeox, kLoad>(p, i0, a); };
   const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
-  const int64_t pos = load_position(p, row, t TEJAS_NESTED_SITE);
+  const int64_t pos = pos_in != nullptr ? *pos_in : load_position(p, row, t TEJAS_NESTED_SITE);
   Loaded<float> k_scale;  // arrives with the position
-  load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
+  if constexpr (kCache) load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
   const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
   if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
@@ -335,13 +341,13 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     if constexpr (kStageable) from_slots = staged && h0 == lane;
     if (from_slots) {  // the first step: from the slots stage_heads filled
       using W = typename num::AccessWord<kBytes>::type;
-      ptx::cp_async_wait<0>();
+      ptx::cp_async_wait<kPending>();
       #pragma unroll
       for (int i = 0; i < kHeads; ++i) {
         if (h0 + i * p.head_lanes >= heads) break;
         #pragma unroll
         for (int a = 0; a < kAccesses; ++a) {
-          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(i, a)) TEJAS_NESTED_SITE);
+          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(head0 + i, a)) TEJAS_NESTED_SITE);
           memcpy(e[i] + a * kLoad, &w, kBytes);
         }
       }
@@ -369,7 +375,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
       }
       #pragma unroll
       for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
-      if (h < p.Hq) continue;
+      if (!kCache || h < p.Hq) continue;
       const int64_t slot = slot_at(p, slot_loaded);
       if (slot >= 0) {
         const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
@@ -565,7 +571,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // the slot known) held it through the head loop: sm_90a VEC 8 80 -> 98 registers (Llama-8B's
   // 320-thread blocks: 1 per SM instead of 2); an L2 prefetch there still cost 6-8 registers.
   // TEJAS_TUNE rope.v_prefetch=1 turns it on (off: within noise on the H200).
-  if (p.v_prefetch && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC)) {
+  // (Not with rope.v_stage, which copies that vector itself.)
+  if (p.v_prefetch && !p.v_stage && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC)) {
     const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
     ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + (local / cols) * p.v_head +
                      (local % cols) * VEC);
@@ -585,6 +592,52 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   } else {
     if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
   }
+}
+
+// The rope.pipeline variant (plan.cpp's pipe_eligible: rope and mrope, 16-byte q/k accesses, one
+// rotary column and one head step per thread, no cache): a persistent grid whose token groups
+// walk tokens t, t + step, ... (step = gridDim.x x tokens_per_block). While a thread rotates
+// token t from its slots (stage s), token t + step's heads are already on their way into the
+// other stage's slots (cp.async, one group per token) and its position into a register, so
+// each token's exposed trip is its cos/sin row alone; rope_kernel's threads wait for two trips
+// in a row (heads and position, then cos/sin) with nothing else in flight. Slots: 2 x kHeads
+// heads per thread (the stages), read back only by the thread that copied them, so the waits
+// order them: no barrier. A stage's slots are refilled (next-next token) only after this thread's
+// ld.shared of them, in program order (the cp.async wrapper's memory clobber).
+template <class S, int VEC, int kHeads>
+__global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const RopeParams p) {
+  const int group = p.col_threads * p.head_lanes;
+  const int local = static_cast<int>(threadIdx.x) % group;
+  const int lane = local / p.col_threads, col = local % p.col_threads;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  if (t >= p.T || col >= p.rot_cols) return;  // no barriers below: tail threads may leave
+  const auto stage = [&](int64_t tok, int head0) {
+    if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
+    else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
+  };
+  // The column's position row, as rotate_column finds it from the column's first pair (mrope
+  // sections never straddle a column).
+  const int64_t pair0 =
+      static_cast<int64_t>(col) * (p.neox ? impl::kPairsPerColumn<VEC, true> : impl::kPairsPerColumn<VEC, false>);
+  const int row = (pair0 >= p.sec_end0) + (pair0 >= p.sec_end1);
+  stage(t, 0);
+  int64_t pos = impl::load_position(p, row, t);
+  Loaded<int64_t> no_slot;  // no cache: never judged (kCache = false)
+  for (int s = 0; t < p.T; t += step, s ^= 1) {
+    const int64_t next = t + step;
+    int64_t pos_next = 0;
+    if (next < p.T) {
+      stage(next, (s ^ 1) * kHeads);
+      pos_next = impl::load_position(p, row, next);
+    } else {
+      ptx::cp_async_commit();  // an empty group: this token's is still the older of two
+    }
+    if (p.neox) impl::rotate_column<S, VEC, true, kHeads, 1, false>(p, t, col, lane, no_slot, true, s * kHeads, &pos);
+    else impl::rotate_column<S, VEC, false, kHeads, 1, false>(p, t, col, lane, no_slot, true, s * kHeads, &pos);
+    pos = pos_next;
+  }
+  ptx::cp_async_wait<0>();  // the trailing empty group: nothing left pending at exit
 }
 
 }  // inline namespace TEJAS_BUILD_NS

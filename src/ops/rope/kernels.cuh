@@ -2,9 +2,10 @@
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
-// loads-first kernels, bf16 and f16 x three widths: six.
+// loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, six.
 #pragma once
 #include "ops/rope/kernel.cuh"
+#include "ops/rope/plan.h"
 #include "tejas/dtype.h"
 
 namespace tejas::rotary {
@@ -50,6 +51,27 @@ inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage, bool 
   if (heads == 1) return kernel_for_dtype<1>(dtype, vec, stage, kv_first);
   if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
   return nullptr;
+}
+
+// The rope.pipeline kernels (RopeLaunch::pipeline): 16-byte widths x 1 or 2 heads, six.
+template <int kHeads>
+KernelFn pipe_kernel_for_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return rope_pipe_kernel<Bf16, kMaxAccessBytes / 2, kHeads>;
+    case DType::f16: return rope_pipe_kernel<F16, kMaxAccessBytes / 2, kHeads>;
+    case DType::f32: return rope_pipe_kernel<F32, kMaxAccessBytes / 4, kHeads>;
+    default: return nullptr;
+  }
+}
+inline KernelFn select_pipe_kernel(DType dtype, int heads) {
+  if (heads == 1) return pipe_kernel_for_dtype<1>(dtype);
+  if (heads == kMaxHeadsInFlight) return pipe_kernel_for_dtype<kMaxHeadsInFlight>(dtype);
+  return nullptr;
+}
+// The launch's kernel: the pipelined one, or select_kernel's.
+inline KernelFn kernel_of(const RopeLaunch& l) {
+  if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight);
+  return select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
 }
 
 }  // inline namespace TEJAS_BUILD_NS

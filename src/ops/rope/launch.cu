@@ -4,21 +4,34 @@
 #include <string>
 
 #include "ops/common/cuda_check.h"
+#include "ops/common/resident.h"
 #include "ops/rope/kernels.cuh"
 #include "ops/rope/plan.h"
 
 namespace tejas::rotary {
 
-Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l) {
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
+Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& planned) {
+  RopeLaunch l = planned;
+  int64_t resident = 0;
+  if (l.pipeline) {
+    resident = detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(l)), l.config.threads, l.smem_bytes);
+    if (resident == 0) {  // the query failed: the default (staged, one stage) kernel instead
+      l.pipeline = false;
+      l.smem_bytes /= 2;
+    }
+  }
+  const KernelFn kernel = kernel_of(l);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
   maybe_print_config(op, l.problem, l.config);
   auto* stream = static_cast<cudaStream_t>(ctx.stream);
-  // At most 512 threads x 2 heads x 2 accesses x 16 bytes = 32 KiB of staged heads: under the
-  // 48 KiB every kernel may ask for without an attribute.
-  kernel<<<dim3(static_cast<unsigned>(l.config.blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
+  // The pipelined kernel's persistent grid: the CTAs the GPU holds at once.
+  const int64_t blocks = l.pipeline ? pipe_blocks(l.config, resident) : l.config.blocks;
+  // At most 512 threads x 2 heads x 2 accesses x 16 bytes = 32 KiB of staged heads (64 KiB for
+  // the pipelined kernel's two stages: resident_ctas gives it the opt-in shared-memory maximum;
+  // the default kernels stay under the 48 KiB any kernel may ask for without an attribute).
+  kernel<<<dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
       l.params);
   return detail::cuda_launch_status(op);
 }

@@ -7,7 +7,7 @@ namespace tejas::rotary {
 
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l) {
   detail::begin_emulator_call();
-  const KernelFn kernel = select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
+  const KernelFn kernel = kernel_of(l);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
@@ -20,8 +20,8 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
       {&a.cache.k_cache, Access::write}, {&a.cache.v_cache, Access::write},  {&a.cache.k_scale, Access::read},
       {&a.cache.v_scale, Access::read}};
   const emu::LaunchOptions opts =
-      detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.blocks)), dim3(static_cast<unsigned>(l.config.threads)),
-                          l.smem_bytes);
+      detail::emu_options(ctx, dim3(static_cast<unsigned>(l.pipeline ? pipe_blocks(l.config, kEmuResidentCtas) : l.config.blocks)),
+                          dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes);
   return detail::emu_status(op, emu::launch(opts, kernel, l.params));
 }
 

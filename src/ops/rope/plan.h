@@ -27,7 +27,12 @@ struct RopeLaunch {
   RopeParams params;
   DType dtype = DType::bf16;  // q's dtype: selects the kernel
   size_t smem_bytes = 0;      // dynamic shared memory: the rope.head_stage slots (and rope.v_stage's), else 0
+  bool pipeline = false;      // rope.pipeline: rope_pipe_kernel on a persistent grid (two stages of slots)
 };
+
+// The emulator's stand-in for the CTAs a GPU holds at once (the pipelined kernel's grid there):
+// small, so that tests of a few tokens already walk several per CTA.
+inline constexpr int64_t kEmuResidentCtas = 3;
 
 RopeLaunch plan_launch(const RopeArgs& a);
 

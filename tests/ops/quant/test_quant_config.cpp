@@ -210,9 +210,10 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   EXPECT_EQ(c.vec, 2);
 }
 
-// Version 5 (TEJAS_TUNE quant.fast_convert): quant: vectorized, e2m1 codes (any x, any rule) or
-// the fp8_f32 rule (its near_key filter); dequant: vectorized e2m1 to 16-bit out with MX (ue8m0)
-// scales, or nvfp4 to bf16 (the packed pairs); nothing else.
+// TEJAS_TUNE quant.fast_convert: quant (version 5): vectorized, e2m1 codes (any x, any rule) or
+// the fp8_f32 rule (its near_key filter); dequant: vectorized 16-bit out from e2m1 codes with MX
+// (ue8m0) scales, nvfp4 to bf16 (the packed pairs), or e4m3 codes with any scale (version 3 of
+// the fp8 path); nothing else.
 TEST(QuantConfig, FastConvertWhereItApplies) {
   for (int x_bytes : {2, 4}) {
     for (int code_bits : {4, 8}) {
@@ -239,16 +240,17 @@ TEST(QuantConfig, FastConvertWhereItApplies) {
             d.K = 1024;
             d.group = 32;
             d.mx_scales = mx;
-            d.bf16_out = bf16 && x_bytes == 2;
             d.fast_convert = allow;
+            const bool bf16_out = bf16 && x_bytes == 2;
             const std::string what = std::to_string(x_bytes) + " " + std::to_string(code_bits) + " mx " +
                                      std::to_string(mx) + " bf16 " + std::to_string(bf16) + " " + std::to_string(allow);
-            // e2m1 with MX scales; e4m3 to bf16 (any scale) or with MX scales; 16-bit out only.
-            const bool want = x_bytes == 2 && allow && (code_bits == 4 ? mx : (d.bf16_out || mx));
+            // e2m1 with MX scales; e4m3 with any scale; 16-bit out only.
+            const bool want = x_bytes == 2 && allow && (code_bits == 4 ? mx : true);
             EXPECT_EQ(make_dequant_config(d).fast_convert, want) << what;
             d.mx_scales = false;
-            d.nvfp4_bf16 = code_bits == 4 && d.bf16_out;  // the planner's rule: e4m3 scales and bf16 out
-            EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && allow && d.bf16_out) << what;
+            d.nvfp4_bf16 = code_bits == 4 && bf16_out;  // the planner's rule: e4m3 scales and bf16 out
+            EXPECT_EQ(make_dequant_config(d).fast_convert, x_bytes == 2 && allow && (code_bits == 8 || bf16_out))
+                << what;
             d.q_align = 1;
             EXPECT_FALSE(make_dequant_config(d).fast_convert) << what;
           }

@@ -341,7 +341,9 @@ void dequant_double_rounding_hazards(check::Rng& rng) {
 }
 
 // One hazard among random codes: a vector with a single product on a bf16 / f16 midpoint (the
-// packed path's per-vector fallback) beside vectors with none, at every position of the vector.
+// packed path's per-vector fallback) beside vectors with none, at every position of the vector;
+// for f16 also midpoints of its subnormal range (odd multiples of 2^-25, rows 4-7) and of its
+// top binade, 32768-65520 (row 3).
 void dequant_lone_hazards(check::Rng& rng) {
   constexpr int64_t kRows = 8;
   const uint8_t code = 0x3E;  // 1.75
@@ -353,9 +355,11 @@ void dequant_lone_hazards(check::Rng& rng) {
       // the exact product is off it (a scale next to mid / 1.75; retried until one is).
       float sv = 0.0f;
       for (int tries = 0; tries < 1000 && sv == 0.0f; ++tries) {
-        const double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, (1 << mbits) - 1)) + 1) /
-                                    std::ldexp(1.0, mbits + 1)) *
-                           std::ldexp(1.0, static_cast<int>(rng.randint(-8, 8)));
+        double mid = (1 + (2.0 * static_cast<double>(rng.randint(0, (1 << mbits) - 1)) + 1) /
+                              std::ldexp(1.0, mbits + 1)) *
+                     std::ldexp(1.0, static_cast<int>(rng.randint(-8, 8)));
+        if (od == DType::f16 && r >= 4) mid = (2.0 * static_cast<double>(rng.randint(0, 1023)) + 1) * 0x1p-25;
+        if (od == DType::f16 && r == 3) mid = std::ldexp(mid, 15 - std::ilogb(mid));  // f16's top binade
         float c = std::nextafter(static_cast<float>(mid / 1.75), 0.0f);
         for (int n = 0; n < 3 && sv == 0.0f; ++n, c = std::nextafter(c, 1e30f)) {
           const double exact = 1.75 * static_cast<double>(c);

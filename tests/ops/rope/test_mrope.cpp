@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <span>
 #include <vector>
 
 #include "check/cuda_mem.h"
@@ -180,8 +181,10 @@ TEST(MropeValidation, OutOfRangePositionInAnyRow) {
 }
 
 // ---- kernels -------------------------------------------------------------------------------
-void kernel_vs_reference(check::Rng& rng, Backend backend) {
-  for (const Shape& s : kShapes)
+// *pipelined (when given) counts the emulator cases that ran the pipelined kernel (rope.pipeline).
+void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape> shapes = kShapes,
+                         int* pipelined = nullptr) {
+  for (const Shape& s : shapes)
     for (DType qt : {DType::bf16, DType::f16, DType::f32})
       for (DType ct : {DType::f32, qt}) {
         SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " cache " << dtype_name(ct) << " T=" << s.T
@@ -195,6 +198,7 @@ void kernel_vs_reference(check::Rng& rng, Backend backend) {
         if (backend == Backend::emulator) {
           TEJAS_ASSERT_OK(mrope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, s.section));
           if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
+          if (pipelined != nullptr) *pipelined += rotary::last_launch().pipeline;
         } else {
           check::DeviceMirror pos, cache, q, k;
           TEJAS_ASSERT_OK(pos.upload(in.pos));
@@ -251,6 +255,27 @@ TEST(MropeKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one
       EXPECT_GT(ropetest::staged_cases(), 0) << "the staging kernels must run";
     }
   });
+}
+
+// rope.pipeline=1 (persistent CTAs, 3 on the emulator: here each walks several token groups,
+// every column reading its own section's position row) changes no result; the shapes of
+// kShapes too (most of them plan the default kernels). One and two heads in flight.
+TEST(MropeKernel, PipelineVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const Shape pipe_shapes[] = {{40, 4, 2, 128, 128, {16, 24, 24}}, {67, 2, 1, 64, 64, {8, 16, 8}},
+                               {33, 5, 0, 128, 96, {16, 16, 16}}};
+  for (int heads : {1, 2}) {
+    detail::Tune t = ropetest::head_stage(heads);
+    t.rope_pipeline = 1;
+    ropetest::run_tuned({t}, [&](Backend b) {
+      int pipelined = 0;
+      kernel_vs_reference(rng, b, pipe_shapes, &pipelined);
+      if (b == Backend::emulator) {
+        EXPECT_EQ(pipelined, 3 * 3 * 2) << "every dtype and cache dtype pipelines";
+      }
+      kernel_vs_reference(rng, b);
+    });
+  }
 }
 
 // Qwen2-VL shape, one token: the three position rows each feed their own cache row.

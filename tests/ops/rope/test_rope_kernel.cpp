@@ -147,6 +147,33 @@ TEST(RopeKernel, HeadStageVariantMatchesReference) {
   });
 }
 
+// rope.pipeline=1 (persistent CTAs: 3 on the emulator, so that these shapes' CTAs walk up to a
+// dozen token groups each, the next token's heads staged while the current one rotates) changes
+// no result: shapes that pipeline (one rotary column and one head step per thread: partial
+// rotary, odd head counts, q without k, T of 1 and not a multiple of the grid), then run_all's,
+// most of which plan the default kernels. One and two heads in flight.
+TEST(RopeKernel, PipelineVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const Shape pipe_shapes[] = {{64, 4, 2, 64, 64, 0}, {45, 3, 1, 128, 64, 8}, {97, 8, 8, 128, 128, 0},
+                               {7, 1, 0, 16, 16, 0},  {1, 2, 1, 32, 32, 0},   {130, 5, 0, 64, 48, 0}};
+  for (int heads : {1, 2}) {
+    detail::Tune t = ropetest::head_stage(heads);
+    t.rope_pipeline = 1;
+    ropetest::run_tuned({t}, [&](Backend b) {
+      int pipelined = 0, cases = 0;
+      for (const Shape& s : pipe_shapes)
+        for (DType qt : {DType::bf16, DType::f16, DType::f32})
+          for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+            run_and_compare(rng, s, qt, DType::f32, style, b);
+            ++cases;
+            pipelined += rotary::last_launch().pipeline;
+          }
+      EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines";
+      run_all(rng, b);
+    });
+  }
+}
+
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.
 struct PlanInputs {
   HostTensor pos{DType::i32, {2}}, q{DType::bf16, {2, 4, 64}}, k{DType::bf16, {2, 3, 64}};
@@ -188,6 +215,46 @@ TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
   EXPECT_EQ(l.config.vec, 2);
   EXPECT_FALSE(l.params.head_stage);
   EXPECT_EQ(l.smem_bytes, 0u);
+}
+
+// rope.pipeline is planned only with the tune on, staging on, and one rotary column and one head
+// step per thread; its slots are two stages of the staged kernel's.
+TEST(RopeKernel, PipelinePlannedWhereEligibleOnly) {
+  PlanInputs in;
+  rotary::RopeArgs args = in.args();
+  detail::Tune t = ropetest::head_stage(2);
+  {
+    const detail::ScopedTuneOverride off(t);  // rope.pipeline=0: the default
+    EXPECT_FALSE(rotary::plan_launch(args).pipeline);
+  }
+  t.rope_pipeline = 1;
+  {
+    const detail::ScopedTuneOverride on(t);
+    const rotary::RopeLaunch l = rotary::plan_launch(args);
+    EXPECT_TRUE(l.pipeline);
+    EXPECT_EQ(l.config.col_threads, l.config.rot_cols);
+    EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 2 * 2 * 16);  // 2 stages x 2 heads x 2 accesses
+    EXPECT_EQ(rotary::pipe_blocks(l.config, 1000), l.config.blocks);
+    EXPECT_EQ(rotary::pipe_blocks(l.config, 0), 1);
+  }
+  detail::Tune unstaged = ropetest::unstaged(2);
+  unstaged.rope_pipeline = 1;
+  {
+    const detail::ScopedTuneOverride on(unstaged);
+    EXPECT_FALSE(rotary::plan_launch(args).pipeline) << "staging off";
+  }
+  const detail::ScopedTuneOverride on(t);
+  rotary::RopeConfig c = rotary::plan_launch(args).config;
+  rotary::RopeProblem pr = rotary::plan_launch(args).problem;
+  EXPECT_TRUE(rotary::pipe_eligible(pr, c));
+  c.col_threads = c.rot_cols / 2;  // columns outnumber the column threads
+  EXPECT_FALSE(rotary::pipe_eligible(pr, c));
+  c = rotary::plan_launch(args).config;
+  c.head_lanes = 1;  // 7 heads, 2 in flight on 1 lane: several steps
+  EXPECT_FALSE(rotary::pipe_eligible(pr, c));
+  c = rotary::plan_launch(args).config;
+  pr.kv_cache_elem_bytes = 2;  // a KV-cache write
+  EXPECT_FALSE(rotary::pipe_eligible(pr, c));
 }
 
 // TEJAS_TUNE's rope.heads reaches the launch: the default (0: per op) takes 2 where q is rotated,

@@ -149,10 +149,13 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
   head_prefetch.rope_head_prefetch = 1;
   two_prefetch.rope_head_prefetch = 1;
   v_unstaged.rope_v_stage = 0;
+  detail::Tune v_prefetch_only = v_unstaged;  // the prefetch where v is not staged
+  v_prefetch_only.rope_v_prefetch = 1;
   const KvShape s{4, 8, 2, 128, 128, 2, 16};
   uint64_t load_sectors_v_staged = 0, load_sectors_v_loaded = 0;
   for (const detail::Tune& tune : {detail::Tune{}, ropetest::unstaged(1), ropetest::unstaged(2), v_prefetch,
-                                   head_prefetch, two_prefetch, ropetest::head_stage(1), v_unstaged}) {
+                                   head_prefetch, two_prefetch, ropetest::head_stage(1), v_unstaged,
+                                   v_prefetch_only}) {
     const detail::ScopedTuneOverride override_tune(tune);
     SCOPED_TRACE(::testing::Message() << "rope.heads=" << tune.rope_heads << " rope.v_prefetch="
                                       << tune.rope_v_prefetch << " rope.head_prefetch=" << tune.rope_head_prefetch
@@ -174,10 +177,11 @@ TEST(RopeKvCacheWriteKernel, EmulatorMovesOnlyCompulsoryBytes) {
     EXPECT_EQ(rep.counters.global_bytes_written_unique, qk + 2 * cached * s.Hk * s.D);  // + fp8 k and v rows
     EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
     // Prefetches move no bytes of their own in the counters. rope.v_prefetch=1: each token's v
-    // vectors once, at the start (skipped tokens' too: the slot is not judged there);
+    // vectors once, at the start (skipped tokens' too: the slot is not judged there), unless
+    // rope.v_stage copies them (then none);
     // rope.head_prefetch=1: every head row's two 16-byte halves of every column once (each
     // thread's first step holds all its heads here: 10 or 5 head lanes for 10 heads).
-    const uint64_t v_prefetches = tune.rope_v_prefetch ? s.T * s.Hk * (s.D / 8) : 0;
+    const uint64_t v_prefetches = tune.rope_v_prefetch && !v_staged ? s.T * s.Hk * (s.D / 8) : 0;
     const uint64_t head_prefetches = tune.rope_head_prefetch ? s.T * (s.Hq + s.Hk) * (s.rotary / 8) : 0;
     EXPECT_EQ(rep.counters.global_prefetches, v_prefetches + head_prefetches);
     // rope.head_stage=1: the same head rows' rotary dims through cp.async, each byte once (and
