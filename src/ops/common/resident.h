@@ -1,5 +1,5 @@
-// CTAs of one kernel the current GPU holds at once, for persistent grids (the norm.pipeline and
-// activation.pipeline variants): the occupancy API's blocks per SM at `threads` threads and
+// CTAs of one kernel the current GPU holds at once, for persistent grids (the norm.pipeline,
+// activation.pipeline and rope.pipeline variants): the occupancy API's blocks per SM at `threads` threads and
 // `smem` bytes of dynamic shared memory, after the kernel was given the opt-in shared-memory
 // maximum and the max-shared carveout, times the SMs. Asked once per (device, kernel, threads,
 // smem) and cached, so timed launches query nothing. 0 when the shared memory exceeds the

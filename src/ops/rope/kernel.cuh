@@ -606,12 +606,15 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
 // ld.shared of them, in program order (the cp.async wrapper's memory clobber).
 template <class S, int VEC, int kHeads>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const RopeParams p) {
+  // stage_heads commits a group only for 16-byte accesses; the one-group-per-token count (the
+  // wait for all but the newest group) relies on it.
+  static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte head accesses");
   const int group = p.col_threads * p.head_lanes;
   const int local = static_cast<int>(threadIdx.x) % group;
   const int lane = local / p.col_threads, col = local % p.col_threads;
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
-  if (t >= p.T || col >= p.rot_cols) return;  // no barriers below: tail threads may leave
+  if (t >= p.T || col >= p.rot_cols) return;  // no barriers below; (col_threads == rot_cols: defensive)
   const auto stage = [&](int64_t tok, int head0) {
     if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
     else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);

@@ -13,6 +13,8 @@
 
 #include "ops/common/emu_launch.h"
 #include "ops/rope/kv_cache_test_util.h"
+#include "ops/rope/plan.h"
+#include "ops/rope/rope_test_util.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -48,6 +50,38 @@ TEST(RopeHostileInputs, OutOfRangePositionsLeaveTheirPairsUnrotated) {
     TEJAS_ASSERT_OK(rope(ropetest::backend_ctx(Backend::emulator), pos, q, k, cache, RopeStyle::gptj));
     expect_close(q, q_ref, "q");
     expect_close(k, k_ref, "k");
+  }
+}
+
+// The same through the token pipeline (rope.pipeline=1: each position loaded one token ahead;
+// 40 tokens on the emulator's 3 resident CTAs, so the bad ones at 2 and 25 are a CTA's first
+// and a later token), neox and gptj.
+TEST(RopeHostileInputs, PipelinedOutOfRangePositionsLeaveTheirPairsUnrotated) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr int64_t T = 40, Hq = 3, Hk = 1, D = 16;
+  const HostTensor cache = ropetest::make_cache(kMaxPos, D, DType::f32);
+  detail::Tune t = ropetest::head_stage(2);
+  t.rope_pipeline = 1;
+  const detail::ScopedTuneOverride pipeline(t);
+  for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+    for (int64_t bad : kBadPositions) {
+      SCOPED_TRACE(::testing::Message() << "position " << bad << (style == RopeStyle::neox ? " neox" : " gptj"));
+      HostTensor pos(DType::i64, {T}), q(DType::bf16, {T, Hq, D}), k(DType::bf16, {T, Hk, D});
+      check::fill_randint(pos, rng, 1, kMaxPos - 1);
+      check::fill_normal(q, rng);
+      check::fill_normal(k, rng);
+      HostTensor legal = pos;
+      for (int64_t at : {2, 25}) {
+        pos.set_bits_flat(at, static_cast<uint64_t>(bad));
+        legal.set_bits_flat(at, 0);
+      }
+      HostTensor q_ref = q, k_ref = k;  // bit-exact copies
+      TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), legal, q_ref, k_ref, cache, style));
+      TEJAS_ASSERT_OK(rope(ropetest::backend_ctx(Backend::emulator), pos, q, k, cache, style));
+      EXPECT_TRUE(rotary::last_launch().pipeline);
+      expect_close(q, q_ref, "q");
+      expect_close(k, k_ref, "k");
+    }
   }
 }
 
