@@ -83,8 +83,9 @@
 //                          copies its first v vector into shared memory with its heads
 //                          (cp.async, one group) and copies it to the cache from there; 0 = v
 //                          is first read at the copy, after the rotation. Not yet timed on a GPU
-//   rope.pipeline=0..1     rope and mrope with rope.head_stage=1, one rotary column and one head
-//                          step per thread: 1 = persistent CTAs walk the tokens, each thread
+//   rope.pipeline=0..1     rope, mrope and rope_kv_cache_write (rotary == D) with
+//                          rope.head_stage=1, one rotary column and one head step per thread: 1 =
+//                          persistent CTAs walk the tokens, each thread
 //                          staging the next token's heads (cp.async) and loading its position
 //                          while it rotates the current one; 0 (default) = a thread per token
 //                          column. Not yet timed on a GPU

@@ -88,8 +88,9 @@ int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interlea
 }
 
 bool pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
-  return p.kv_cache_elem_bytes == 0 && head_stage_smem_bytes(c, p.elem_bytes, p.interleaved) > 0 &&
-         c.pass_cols == 0 && c.col_threads == c.rot_cols &&
+  // With a cache: q and k of 16 bits (the pipelined cache kernels' dtypes; the op's too).
+  if (p.kv_cache_elem_bytes > 0 && p.elem_bytes != 2) return false;
+  return head_stage_smem_bytes(c, p.elem_bytes, p.interleaved) > 0 && c.pass_cols == 0 && c.col_threads == c.rot_cols &&
          int64_t{c.head_lanes} * c.heads_in_flight >= p.Hq + p.Hk;
 }
 

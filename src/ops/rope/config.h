@@ -71,9 +71,10 @@ int head_access_bytes(const RopeConfig& c, int elem_bytes, bool interleaved);
 int head_accesses(const RopeConfig& c, bool interleaved);
 int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interleaved);
 
-// The rope.pipeline variant (TEJAS_TUNE; kernel.cuh's rope_pipe_kernel): rope and mrope (no
-// cache) with staged 16-byte heads, where every thread owns exactly one rotary column and one
-// head step (heads <= heads_in_flight x head_lanes), so its slots hold all its work for a token.
+// The rope.pipeline variant (TEJAS_TUNE; kernel.cuh's rope_pipe_kernel): staged 16-byte heads,
+// where every thread owns exactly one rotary column and one head step (heads <= heads_in_flight
+// x head_lanes), so its slots hold all its work for a token; with a KV cache (16-bit q), no k
+// tail columns (rotary == D).
 bool pipe_eligible(const RopeProblem& p, const RopeConfig& c);
 // Its persistent grid: the config's blocks, at most the CTAs resident at once (> 0).
 int64_t pipe_blocks(const RopeConfig& c, int64_t resident);

@@ -409,25 +409,29 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
 // per thread: config.cpp's head_stage_smem_bytes), and its copy there by cp.async, issued before
 // stage_heads's commit so that it joins the heads' group (or committed alone by a thread that
 // stages no heads). 16-byte vectors (kStage kernels only).
-template <int kHeads>
-__device__ __forceinline__ unsigned char* v_slot(const RopeParams& p) {
+// kHeadSlots: the head slots before it (kHeads; rope_pipe_kernel's two stages: 2 x kHeads);
+// stage: the pipelined kernel's stage (one v slot each).
+template <int kHeadSlots>
+__device__ __forceinline__ unsigned char* v_slot(const RopeParams& p, int stage = 0) {
   const int accesses = p.neox ? 2 : 1;  // the staged columns' accesses per head (16-byte loads)
   return dev::dynamic_smem<unsigned char>() +
-         (static_cast<int64_t>(kHeads * accesses) * blockDim.x + threadIdx.x) * kMaxAccessBytes;
+         ((static_cast<int64_t>(kHeadSlots * accesses) + stage) * blockDim.x + threadIdx.x) * kMaxAccessBytes;
 }
-template <class S, int VEC, int kHeads>
-__device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int local) {
+template <class S, int VEC, int kHeadSlots>
+__device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int local, int stage = 0) {
   static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte v vectors");
   const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
-  ptx::cp_async_16(v_slot<kHeads>(p), static_cast<const typename S::Raw*>(p.v) + t * p.v_tok +
-                                          (local / cols) * p.v_head + (local % cols) * VEC);
+  ptx::cp_async_16(v_slot<kHeadSlots>(p, stage), static_cast<const typename S::Raw*>(p.v) + t * p.v_tok +
+                                                     (local / cols) * p.v_head + (local % cols) * VEC);
 }
 
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
-// consecutive vectors of a row). staged: the thread's first vector is in its v slot (stage_v).
-template <class S, int VEC, int kHeads = 0>
+// consecutive vectors of a row). staged: the thread's first vector is in its v slot (stage_v;
+// kHeads: the head slots before the v slots, stage: which one; kPending: cp.async groups that
+// may stay in flight, as in rotate_column).
+template <class S, int VEC, int kHeads = 0, int kPending = 0>
 __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot,
-                                       bool staged = false TEJAS_CALLER_PARAM) {
+                                       bool staged = false, int stage = 0 TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
   Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
@@ -440,8 +444,8 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
     if (from_slot) {
       if constexpr (kHeads > 0) {
         using W = typename num::AccessWord<kMaxAccessBytes>::type;
-        ptx::cp_async_wait<0>();
-        const W w = ptx::ld_shared(reinterpret_cast<const W*>(v_slot<kHeads>(p)) TEJAS_NESTED_SITE);
+        ptx::cp_async_wait<kPending>();
+        const W w = ptx::ld_shared(reinterpret_cast<const W*>(v_slot<kHeads>(p, stage)) TEJAS_NESTED_SITE);
         memcpy(r, &w, sizeof w);
       }
     } else {
@@ -594,8 +598,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   }
 }
 
-// The rope.pipeline variant (plan.cpp's pipe_eligible: rope and mrope, 16-byte q/k accesses, one
-// rotary column and one head step per thread, no cache): a persistent grid whose token groups
+// The rope.pipeline variant (config.cpp's pipe_eligible: 16-byte q/k accesses, one rotary column
+// and one head step per thread; with a cache (kKv, rope_kv_cache_write) rotary == D, so no k tail
+// columns): a persistent grid whose token groups
 // walk tokens t, t + step, ... (step = gridDim.x x tokens_per_block). While a thread rotates
 // token t from its slots (stage s), token t + step's heads are already on their way into the
 // other stage's slots (cp.async, one group per token) and its position into a register, so
@@ -603,8 +608,11 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
 // in a row (heads and position, then cos/sin) with nothing else in flight. Slots: 2 x kHeads
 // heads per thread (the stages), read back only by the thread that copied them, so the waits
 // order them: no barrier. A stage's slots are refilled (next-next token) only after this thread's
-// ld.shared of them, in program order (the cp.async wrapper's memory clobber).
-template <class S, int VEC, int kHeads>
+// ld.shared of them, in program order (the cp.async wrapper's memory clobber). kKv: the token's
+// slot is loaded one token ahead as its position is, its k rows go to the cache as rope_kernel's
+// do, its first v vector per thread is staged with its heads (rope.v_stage: one v slot per stage
+// after both stages' head slots), and the group copies its v rows after the rotation.
+template <class S, int VEC, int kHeads, bool kKv = false>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const RopeParams p) {
   // stage_heads commits a group only for 16-byte accesses; the one-group-per-token count (the
   // wait for all but the newest group) relies on it.
@@ -624,23 +632,40 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   const int64_t pair0 =
       static_cast<int64_t>(col) * (p.neox ? impl::kPairsPerColumn<VEC, true> : impl::kPairsPerColumn<VEC, false>);
   const int row = (pair0 >= p.sec_end0) + (pair0 >= p.sec_end1);
-  stage(t, 0);
+  const bool v_staged = kKv && p.v_stage && local < p.Hk * (p.D / VEC);
+  // Token tok's loads into stage st: its first v vector (kKv), then its heads (their commit closes
+  // the token's group).
+  const auto issue = [&](int64_t tok, int st) {
+    if constexpr (kKv) {
+      if (v_staged) impl::stage_v<S, VEC, 2 * kHeads>(p, ptx::mov_opaque(tok), local, st);
+    }
+    stage(tok, st * kHeads);
+  };
+  issue(t, 0);
   int64_t pos = impl::load_position(p, row, t);
-  Loaded<int64_t> no_slot;  // no cache: never judged (kCache = false)
+  Loaded<int64_t> slot;  // kKv: the token's, loaded one token ahead; without a cache never judged
+  if constexpr (kKv) impl::load_slot(p, t, slot);
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
     int64_t pos_next = 0;
+    Loaded<int64_t> slot_next;
     if (next < p.T) {
-      stage(next, (s ^ 1) * kHeads);
+      issue(next, s ^ 1);
       pos_next = impl::load_position(p, row, next);
+      if constexpr (kKv) impl::load_slot(p, next, slot_next);
     } else {
       ptx::cp_async_commit();  // an empty group: this token's is still the older of two
     }
-    if (p.neox) impl::rotate_column<S, VEC, true, kHeads, 1, false>(p, t, col, lane, no_slot, true, s * kHeads, &pos);
-    else impl::rotate_column<S, VEC, false, kHeads, 1, false>(p, t, col, lane, no_slot, true, s * kHeads, &pos);
+    if (p.neox) impl::rotate_column<S, VEC, true, kHeads, 1, kKv>(p, t, col, lane, slot, true, s * kHeads, &pos);
+    else impl::rotate_column<S, VEC, false, kHeads, 1, kKv>(p, t, col, lane, slot, true, s * kHeads, &pos);
+    if constexpr (kKv) {
+      const int64_t at = impl::slot_at(p, slot);
+      if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1>(p, t, local, group, at, v_staged, s);
+    }
     pos = pos_next;
+    if constexpr (kKv) slot = slot_next;  // set unless the walk ends here
   }
-  ptx::cp_async_wait<0>();  // the trailing empty group: nothing left pending at exit
+  ptx::cp_async_wait<0>();  // the trailing empty group (and a skipped token's staged v): nothing pending at exit
 }
 
 }  // inline namespace TEJAS_BUILD_NS

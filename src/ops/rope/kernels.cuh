@@ -2,7 +2,7 @@
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
-// loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, six.
+// loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "ops/rope/plan.h"
@@ -53,24 +53,27 @@ inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage, bool 
   return nullptr;
 }
 
-// The rope.pipeline kernels (RopeLaunch::pipeline): 16-byte widths x 1 or 2 heads, six.
+// The rope.pipeline kernels (RopeLaunch::pipeline): 16-byte widths x 1 or 2 heads, six; with a
+// KV cache (kv), bf16 and f16 only (rope_kv_cache_write's q dtypes), four.
 template <int kHeads>
-KernelFn pipe_kernel_for_dtype(DType dtype) {
+KernelFn pipe_kernel_for_dtype(DType dtype, bool kv) {
   switch (dtype) {
-    case DType::bf16: return rope_pipe_kernel<Bf16, kMaxAccessBytes / 2, kHeads>;
-    case DType::f16: return rope_pipe_kernel<F16, kMaxAccessBytes / 2, kHeads>;
-    case DType::f32: return rope_pipe_kernel<F32, kMaxAccessBytes / 4, kHeads>;
+    case DType::bf16:
+      return kv ? rope_pipe_kernel<Bf16, kMaxAccessBytes / 2, kHeads, true> : rope_pipe_kernel<Bf16, kMaxAccessBytes / 2, kHeads>;
+    case DType::f16:
+      return kv ? rope_pipe_kernel<F16, kMaxAccessBytes / 2, kHeads, true> : rope_pipe_kernel<F16, kMaxAccessBytes / 2, kHeads>;
+    case DType::f32: return kv ? nullptr : rope_pipe_kernel<F32, kMaxAccessBytes / 4, kHeads>;
     default: return nullptr;
   }
 }
-inline KernelFn select_pipe_kernel(DType dtype, int heads) {
-  if (heads == 1) return pipe_kernel_for_dtype<1>(dtype);
-  if (heads == kMaxHeadsInFlight) return pipe_kernel_for_dtype<kMaxHeadsInFlight>(dtype);
+inline KernelFn select_pipe_kernel(DType dtype, int heads, bool kv) {
+  if (heads == 1) return pipe_kernel_for_dtype<1>(dtype, kv);
+  if (heads == kMaxHeadsInFlight) return pipe_kernel_for_dtype<kMaxHeadsInFlight>(dtype, kv);
   return nullptr;
 }
 // The launch's kernel: the pipelined one, or select_kernel's.
 inline KernelFn kernel_of(const RopeLaunch& l) {
-  if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight);
+  if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight, l.params.kv_kind != KvKind::none);
   return select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
 }
 

@@ -28,9 +28,10 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   auto* stream = static_cast<cudaStream_t>(ctx.stream);
   // The pipelined kernel's persistent grid: the CTAs the GPU holds at once.
   const int64_t blocks = l.pipeline ? pipe_blocks(l.config, resident) : l.config.blocks;
-  // At most 512 threads x 2 heads x 2 accesses x 16 bytes = 32 KiB of staged heads (64 KiB for
-  // the pipelined kernel's two stages: resident_ctas gives it the opt-in shared-memory maximum;
-  // the default kernels stay under the 48 KiB any kernel may ask for without an attribute).
+  // At most 512 threads x (2 heads x 2 accesses + 1 v) x 16 bytes = 40 KiB of staged heads and v
+  // (80 KiB for the pipelined kernel's two stages: resident_ctas gives it the opt-in
+  // shared-memory maximum; the default kernels stay under the 48 KiB any kernel may ask for
+  // without an attribute).
   kernel<<<dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
       l.params);
   return detail::cuda_launch_status(op);

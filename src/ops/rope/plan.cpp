@@ -122,9 +122,9 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   // rope.v_stage: one more 16-byte slot per thread for its first v vector (kernel.cuh's v_slot).
   p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
   l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)) : 0;
-  // rope.pipeline: two stages of the head slots (kernel.cuh's rope_pipe_kernel).
+  // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel).
   l.pipeline = p.head_stage && detail::tune().rope_pipeline != 0 && pipe_eligible(pr, c);
-  if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * stage_bytes);
+  if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * (stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)));
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;

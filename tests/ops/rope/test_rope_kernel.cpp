@@ -256,7 +256,12 @@ TEST(RopeKernel, PipelinePlannedWhereEligibleOnly) {
   c.head_lanes = 1;  // 7 heads, 2 in flight on 1 lane: several steps
   EXPECT_FALSE(rotary::pipe_eligible(pr, c));
   c = rotary::plan_launch(args).config;
-  pr.kv_cache_elem_bytes = 2;  // a KV-cache write
+  pr.kv_cache_elem_bytes = 1;  // a KV-cache write (fp8 cache): bf16 q, rotary == D
+  EXPECT_TRUE(rotary::pipe_eligible(pr, c));
+  c.pass_cols = 2;  // k tail columns (partial rotary with a cache)
+  EXPECT_FALSE(rotary::pipe_eligible(pr, c));
+  c = rotary::plan_launch(args).config;
+  pr.elem_bytes = 4;  // f32 q with a cache: no pipelined kernel (nor does the op take it)
   EXPECT_FALSE(rotary::pipe_eligible(pr, c));
 }
 

@@ -134,6 +134,37 @@ TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_s
   });
 }
 
+// rope.pipeline=1 (persistent CTAs, 3 on the emulator; each token's slot and position loaded one
+// token ahead, its first v vectors staged per stage): shapes with rotary == D pipeline (several
+// tokens per CTA, skipped tokens among them), with v staged and not; every run_all case runs
+// under the tune too (partial rotary ones plan the default kernels).
+TEST(RopeKvCacheWriteKernel, PipelineVariantMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape pipe_shapes[] = {{40, 4, 2, 64, 64, 6, 8}, {29, 8, 2, 128, 128, 4, 16}, {1, 2, 1, 64, 64, 1, 4},
+                                 {33, 3, 3, 32, 32, 5, 8}};
+  for (int heads : {1, 2}) {
+    for (int v_stage : {1, 0}) {
+      detail::Tune t = ropetest::head_stage(heads);
+      t.rope_pipeline = 1;
+      t.rope_v_stage = v_stage;
+      SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads << " rope.v_stage=" << v_stage);
+      ropetest::run_tuned({t}, [&](Backend b) {
+        int pipelined = 0, cases = 0;
+        for (const KvShape& s : pipe_shapes)
+          for (const Variant& var : variants()) {
+            run_case(rng, s, var, b);
+            ++cases;
+            pipelined += rotary::last_launch().pipeline;
+          }
+        if (b == Backend::emulator) {
+          EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines";
+        }
+        if (v_stage) run_all(rng, b);
+      });
+    }
+  }
+}
+
 TEST(RopeKvCacheWriteKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads
   TEJAS_SEEDED_TEST_RNG();
   ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
