@@ -116,9 +116,11 @@ std::string to_string(const RopeConfig& c) {
   return os.str();
 }
 
-void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c) {
+void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c, int64_t pipe_grid) {
   if (!detail::print_config_enabled()) return;
-  detail::print_config(op, to_string(p) + " -> " + to_string(c));
+  std::string line = to_string(p) + " -> " + to_string(c);
+  if (pipe_grid > 0) line += " pipelined on " + std::to_string(pipe_grid) + " blocks";
+  detail::print_config(op, line);
 }
 
 }  // namespace tejas::rotary

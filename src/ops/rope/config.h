@@ -81,7 +81,8 @@ int64_t pipe_blocks(const RopeConfig& c, int64_t resident);
 
 std::string to_string(const RopeProblem& p);
 std::string to_string(const RopeConfig& c);
-// Prints "<op>: <problem> -> <config>" to stderr when TEJAS_PRINT_CONFIG=1.
-void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c);
+// Prints "<op>: <problem> -> <config>" to stderr when TEJAS_PRINT_CONFIG=1 (and "pipelined on N
+// blocks" for the rope.pipeline kernel's persistent grid, pipe_grid > 0).
+void maybe_print_config(const char* op, const RopeProblem& p, const RopeConfig& c, int64_t pipe_grid = 0);
 
 }  // namespace tejas::rotary

@@ -10,7 +10,7 @@
 
 namespace tejas::rotary {
 
-Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& planned) {
+Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& planned, RopeLaunch* launched) {
   RopeLaunch l = planned;
   int64_t resident = 0;
   if (l.pipeline) {
@@ -20,14 +20,15 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
       l.smem_bytes /= 2;
     }
   }
+  if (launched != nullptr) *launched = l;  // what runs (last_launch())
   const KernelFn kernel = kernel_of(l);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
-  maybe_print_config(op, l.problem, l.config);
   auto* stream = static_cast<cudaStream_t>(ctx.stream);
   // The pipelined kernel's persistent grid: the CTAs the GPU holds at once.
   const int64_t blocks = l.pipeline ? pipe_blocks(l.config, resident) : l.config.blocks;
+  maybe_print_config(op, l.problem, l.config, l.pipeline ? blocks : 0);
   // At most 512 threads x (2 heads x 2 accesses + 1 v) x 16 bytes = 40 KiB of staged heads and v
   // (80 KiB for the pipelined kernel's two stages: resident_ctas gives it the opt-in
   // shared-memory maximum; the default kernels stay under the 48 KiB any kernel may ask for

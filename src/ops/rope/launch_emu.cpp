@@ -11,7 +11,7 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
-  maybe_print_config(op, l.problem, l.config);
+  maybe_print_config(op, l.problem, l.config, l.pipeline ? pipe_blocks(l.config, kEmuResidentCtas) : 0);
   using emu::Access;
   const detail::EmuBuffers buffers{
       {&a.positions, Access::read},      {&a.q, Access::read_write},

@@ -149,7 +149,7 @@ Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backen
   g_last_launch = l;
   if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
 #if TEJAS_WITH_CUDA
-  return launch_cuda(op, ctx, l);
+  return launch_cuda(op, ctx, l, &g_last_launch);
 #else
   return detail::cuda_not_built(op, backend);
 #endif

@@ -39,8 +39,9 @@ RopeLaunch plan_launch(const RopeArgs& a);
 // Runs the kernel through the emulator (host tensors). Starts a new emulator call record.
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l);
 
-// The cuda backend (launch.cu); only in builds with device code.
-Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l);
+// The cuda backend (launch.cu); only in builds with device code. *launched (when given): the
+// launch as run (the staged kernel when a pipelined plan's occupancy query failed).
+Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l, RopeLaunch* launched = nullptr);
 
 }  // namespace tejas::rotary
 
@@ -50,8 +51,8 @@ namespace tejas::rotary {
 // contents checked as the debug-check mode asks).
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a);
 
-// The plan of this thread's last kernel-backend call: tests check which kernel a case reached
-// (the rope.head_stage kernels or the default ones).
+// The launch of this thread's last kernel-backend call, as run: tests check which kernel a case
+// reached (the rope.head_stage kernels or the default ones; the pipelined one or not).
 RopeLaunch last_launch();
 
 }  // namespace tejas::rotary
