@@ -217,6 +217,7 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.fast_convert = detail::tune().quant_fast_convert != 0;
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
+  p.row_div = dev::make_fast_div(static_cast<uint64_t>(l.config.vectorized ? r.K / l.config.vec : 1));
   return l;
 }
 

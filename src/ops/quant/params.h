@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "device/fast_div.h"
+
 namespace tejas::quant_kernel {
 
 // How quant_* derives a group's scale (include/tejas/quant.h).
@@ -39,6 +41,7 @@ struct DequantParams {
   int64_t q_row_stride_bytes = 0, s_row_stride = 0, out_row_stride = 0;
   ScaleKind scale_kind = ScaleKind::f32;
   int steps = 1;  // vectorized kernel: consecutive grid-stride steps per thread, loads first
+  dev::FastDiv row_div;  // vectorized kernel: division by K / vec (a vector index -> its row)
 };
 
 }  // namespace tejas::quant_kernel

@@ -1,0 +1,48 @@
+// dev::FastDiv: division of non-negative 64-bit integers (n < 2^63) by a divisor fixed at launch,
+// as one 64-bit high multiply and a shift (the host computes the multiplier once). For a kernel
+// index that an integer division per step split into row and column: sm_90a's code for `n / d`
+// with 64-bit operands is a 32-bit fast path of ~20 instructions (I2F, MUFU.RCP, multiplies,
+// two corrections) beside a call to a 64-bit division routine.
+//
+// Exactness: with l = ceil(log2 d) and m = ceil(2^(63 + l) / d) (< 2^64), floor(n * m / 2^(63 + l))
+// = floor(n / d) for every n < 2^63: m * d - 2^(63 + l) = e < d, and n * e < 2^63 * d <= 2^(63 + l),
+// so the product exceeds n / d by less than 1 / d (the round-up method, Granlund-Montgomery
+// 1994). d = 1 returns n itself. tests/device/test_fast_div.cpp checks it against `/`.
+#pragma once
+#include <cstdint>
+
+#include "device/prelude.h"
+
+namespace tejas::dev {
+
+struct FastDiv {
+  uint64_t d = 1;    // the divisor (>= 1)
+  uint64_t mul = 0;  // m; unused for d = 1
+  int shift = 0;     // 63 + l - 64 = l - 1 (d > 1)
+};
+
+// Host: the multiplier and shift for divisor d >= 1 (0 is taken as 1).
+inline FastDiv make_fast_div(uint64_t d) {
+  FastDiv f;
+  f.d = d == 0 ? 1 : d;
+  if (f.d == 1) return f;
+  int l = 0;
+  while ((uint64_t{1} << l) < f.d) ++l;  // ceil(log2 d), 1..63
+  // m = ceil(2^(63 + l) / d) = floor((2^(63 + l) - 1) / d) + 1, in 128 bits.
+  const unsigned __int128 p = (static_cast<unsigned __int128>(1) << (63 + l)) - 1;
+  f.mul = static_cast<uint64_t>(p / f.d) + 1;
+  f.shift = l - 1;
+  return f;
+}
+
+// floor(n / f.d) for n < 2^63.
+__host__ __device__ __forceinline__ uint64_t fast_div(uint64_t n, const FastDiv& f) {
+  if (f.d == 1) return n;
+#if TEJAS_DEVICE_PASS
+  return __umul64hi(n, f.mul) >> f.shift;
+#else
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * f.mul) >> 64) >> f.shift;
+#endif
+}
+
+}  // namespace tejas::dev
