@@ -21,10 +21,12 @@ struct FastDiv {
   int shift = 0;     // 63 + l - 64 = l - 1 (d > 1)
 };
 
-// Host: the multiplier and shift for divisor d >= 1 (0 is taken as 1).
+// Host: the multiplier and shift for divisor 1 <= d <= 2^63 (0 is taken as 1; larger d are
+// clamped to 2^63: every n < 2^63 divides to 0 either way).
 inline FastDiv make_fast_div(uint64_t d) {
   FastDiv f;
-  f.d = d == 0 ? 1 : d;
+  constexpr uint64_t kMaxD = uint64_t{1} << 63;
+  f.d = d == 0 ? 1 : (d > kMaxD ? kMaxD : d);
   if (f.d == 1) return f;
   int l = 0;
   while ((uint64_t{1} << l) < f.d) ++l;  // ceil(log2 d), 1..63

@@ -71,7 +71,8 @@
 //                          rope_kv_cache_write 23% faster; kv_cache_write 9% slower)
 //   rope.v_prefetch=0..1   rope_kv_cache_write (and kv_cache_write at rope.kv_loads_first=0): 1 =
 //                          each thread prefetches its first v vector into L2 at its start (not
-//                          where rope.v_stage copies it); 0 (default) = no prefetch
+//                          where rope.v_stage copies it, nor in the rope.pipeline kernel); 0
+//                          (default) = no prefetch
 //   rope.head_prefetch=0..1  rope family: 1 = each thread prefetches its first q/k head rows
 //                          into L2 before loading the position; 0 (default) = no prefetch
 //   rope.head_stage=0..1   rope family, 16-byte q/k accesses: 1 (default) = each thread copies

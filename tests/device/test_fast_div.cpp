@@ -21,7 +21,9 @@ void check_divisor(uint64_t d, tejas::check::Rng& rng) {
   for (int i = 0; i < 64; ++i) {
     const uint64_t hi = static_cast<uint64_t>(rng.randint(0, 0x7FFFFFFF)), lo = static_cast<uint64_t>(rng.randint(0, 0xFFFFFFFF));
     ns.push_back((hi << 32 | lo) & kMaxN);
-    ns.push_back(static_cast<uint64_t>(rng.randint(0, 1 << 30)) * d + static_cast<uint64_t>(rng.randint(0, 1)));
+    // A random multiple of d (below 2^63), or one past it.
+    const uint64_t q = static_cast<uint64_t>(rng.randint(0, 0x7FFFFFFF)) % (kMaxN / d + 1);
+    ns.push_back(q * d + static_cast<uint64_t>(rng.randint(0, 1)));
   }
   for (uint64_t n : ns) {
     if (n > kMaxN) continue;
@@ -35,11 +37,14 @@ TEST(FastDiv, MatchesDivision) {
   for (int k = 12; k < 63; ++k) {
     for (int64_t delta : {-1, 0, 1}) check_divisor((uint64_t{1} << k) + static_cast<uint64_t>(delta), rng);
   }
+  for (uint64_t d : {uint64_t{1} << 63, (uint64_t{1} << 63) - 1, (uint64_t{1} << 62) + 12345, kMaxN - 999})
+    check_divisor(d, rng);
   for (int i = 0; i < 2000; ++i) {
     const uint64_t d = (static_cast<uint64_t>(rng.randint(0, 0x3FFFFFFF)) << 32) | static_cast<uint64_t>(rng.randint(1, 0xFFFFFFFF));
     check_divisor(d, rng);
   }
   EXPECT_EQ(tejas::dev::make_fast_div(0).d, 1u);  // 0 is taken as 1
+  EXPECT_EQ(tejas::dev::fast_div(kMaxN, tejas::dev::make_fast_div(~uint64_t{0})), 0u);  // clamped to 2^63
 }
 
 }  // namespace

@@ -663,7 +663,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
       if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1>(p, t, local, group, at, v_staged, s);
     }
     pos = pos_next;
-    if constexpr (kKv) slot = slot_next;  // set unless the walk ends here
+    if constexpr (kKv) {
+      if (next < p.T) slot = slot_next;  // (unset past the last token: not copied)
+    }
   }
   ptx::cp_async_wait<0>();  // the trailing empty group (and a skipped token's staged v): nothing pending at exit
 }
