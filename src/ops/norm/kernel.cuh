@@ -397,6 +397,8 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
   RawAny<1> rtr;
   // NormParams::packed_add (x and the residual in one 16-bit dtype): x's registers hold the sum
   // (add_residual_packed) when they are decoded; the residual's are not decoded.
+  // NOTES: written out here and in norm_pipe_kernel; one shared __device__ predicate for both
+  // moved ptxas's allocation so that the sm_90a E-16 vec-1 / vec-2 kernels spilled 16-200 bytes.
   const bool packed = kPackedAddable<XT, V> && p.packed_add && p.residual != nullptr;
   const auto decode_item = [&](int k, int64_t col) {
     if constexpr (kPackedAddable<XT, V>) {

@@ -659,7 +659,8 @@ __global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) 
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
-  const int64_t vecs_per_row = p.K / kVec;
+  // Vectors per row: row_div's divisor (dequant_launch sets it to K / vec), the one source of it.
+  const int64_t vecs_per_row = static_cast<int64_t>(p.row_div.d);
   const int64_t total = p.rows * vecs_per_row;
   const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;

@@ -229,6 +229,18 @@ __device__ __forceinline__ int64_t slot_at(const RopeParams& p, const Loaded<int
   return slot < p.num_slots ? slot : -1;
 }
 
+// Whether thread `local` of a token's group copies a v vector (its first: vector `local`).
+template <int VEC>
+__device__ __forceinline__ bool copies_v(const RopeParams& p, int local) {
+  return local < p.Hk * (p.D / VEC);
+}
+
+// The mrope position row of the column whose first pair is i0 (rope: row 0); sections never
+// straddle a column.
+__device__ __forceinline__ int position_row(const RopeParams& p, int64_t i0) {
+  return (i0 >= p.sec_end0) + (i0 >= p.sec_end1);
+}
+
 // Rotation pairs per column: neox takes VEC from each half; gptj's VEC contiguous elements
 // hold VEC / 2 interleaved pairs (a one-element path loads a pair as two scalars).
 template <int VEC, bool kNeox>
@@ -325,7 +337,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
   const int64_t i0 = static_cast<int64_t>(col) * P;
   const int heads = static_cast<int>(p.Hq + p.Hk);
   const auto offset = [&](int a) { return access_offset<kNeox, kLoad>(p, i0, a); };
-  const int row = (i0 >= p.sec_end0) + (i0 >= p.sec_end1);  // mrope: sections never straddle a column
+  const int row = position_row(p, i0);
   const int64_t pos = pos_in != nullptr ? *pos_in : load_position(p, row, t TEJAS_NESTED_SITE);
   Loaded<float> k_scale;  // arrives with the position
   if constexpr (kCache) load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
@@ -435,7 +447,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
   Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
-  if (local < p.Hk * cols) load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
+  if (copies_v<VEC>(p, local)) load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
   for (int64_t it = local; it < p.Hk * cols; it += group) {
     const int64_t h = it / cols, d0 = (it % cols) * VEC;
     Raw r[VEC];
@@ -559,7 +571,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     // there instead of making a DRAM trip of its own. NOTES: the L2 prefetch of that vector
     // (rope.v_prefetch) was within noise on the H200 (0.96-0.98 of the time). Skipped tokens' v
     // is staged too (their slot is not known yet), as with the prefetch.
-    v_staged = p.v_stage && local < p.Hk * (p.D / VEC);
+    v_staged = p.v_stage && impl::copies_v<VEC>(p, local);
     if (v_staged) impl::stage_v<S, VEC, kHeads>(p, ptx::mov_opaque(t), local);
     if (local % p.col_threads < p.rot_cols) {
       if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
@@ -576,7 +588,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // 320-thread blocks: 1 per SM instead of 2); an L2 prefetch there still cost 6-8 registers.
   // TEJAS_TUNE rope.v_prefetch=1 turns it on (off: within noise on the H200).
   // (Not with rope.v_stage, which copies that vector itself.)
-  if (p.v_prefetch && !p.v_stage && p.kv_kind != KvKind::none && local < p.Hk * (p.D / VEC)) {
+  if (p.v_prefetch && !p.v_stage && p.kv_kind != KvKind::none && impl::copies_v<VEC>(p, local)) {
     const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
     ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + (local / cols) * p.v_head +
                      (local % cols) * VEC);
@@ -627,12 +639,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
     else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
   };
-  // The column's position row, as rotate_column finds it from the column's first pair (mrope
-  // sections never straddle a column).
-  const int64_t pair0 =
-      static_cast<int64_t>(col) * (p.neox ? impl::kPairsPerColumn<VEC, true> : impl::kPairsPerColumn<VEC, false>);
-  const int row = (pair0 >= p.sec_end0) + (pair0 >= p.sec_end1);
-  const bool v_staged = kKv && p.v_stage && local < p.Hk * (p.D / VEC);
+  // The column's position row, from its first pair as in rotate_column.
+  const int row = impl::position_row(
+      p, static_cast<int64_t>(col) * (p.neox ? impl::kPairsPerColumn<VEC, true> : impl::kPairsPerColumn<VEC, false>));
+  const bool v_staged = kKv && p.v_stage && impl::copies_v<VEC>(p, local);
   // Token tok's loads into stage st: its first v vector (kKv), then its heads (their commit closes
   // the token's group).
   const auto issue = [&](int64_t tok, int st) {
