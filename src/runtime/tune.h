@@ -119,17 +119,17 @@ struct Tune {
   int rope_head_stage = 1;
   int rope_kv_loads_first = 1;
   int rope_v_stage = 1;
-  int rope_pipeline = 0;
+  int rope_pipeline = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;
   int activation_fast_math = 1;
-  int activation_fast_math_quant = 0;
+  int activation_fast_math_quant = 1;
   int activation_packed_fp4 = 1;
   int norm_prefetch_rows = 0;
   int norm_pipeline = 1;
-  int norm_pipeline_fp8 = 0;
-  int norm_fp8_one_reduction = 0;
+  int norm_pipeline_fp8 = 1;
+  int norm_fp8_one_reduction = 1;
   int norm_packed_add = 1;
 };
 

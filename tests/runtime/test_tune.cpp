@@ -43,17 +43,17 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"activation.steps", &Tune::activation_steps, 1, 4, 5, "1..4"},
       {"activation.pipeline", &Tune::activation_pipeline, 0, 2, 3, "0..2"},
       {"activation.fast_math", &Tune::activation_fast_math, 1, 0, 2, "0..1"},
-      {"activation.fast_math_quant", &Tune::activation_fast_math_quant, 0, 1, 2, "0..1"},
+      {"activation.fast_math_quant", &Tune::activation_fast_math_quant, 1, 0, 2, "0..1"},
       {"activation.packed_fp4", &Tune::activation_packed_fp4, 1, 0, 2, "0..1"},
       {"norm.prefetch_rows", &Tune::norm_prefetch_rows, 0, 512, 65536, "0..65535"},
       {"norm.pipeline", &Tune::norm_pipeline, 1, 2, 3, "0..2"},
-      {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, 1, 3, "0..2"},
-      {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1, 2, "0..1"},
+      {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 1, 0, 3, "0..2"},
+      {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 1, 0, 2, "0..1"},
       {"norm.packed_add", &Tune::norm_packed_add, 1, 0, 2, "0..1"},
       {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
-      {"rope.pipeline", &Tune::rope_pipeline, 0, 1, 2, "0..1"},
+      {"rope.pipeline", &Tune::rope_pipeline, 1, 2, 3, "0..2"},
   };
   for (const KeyCase& k : cases) {
     SCOPED_TRACE(k.key);

@@ -122,8 +122,10 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   // rope.v_stage: one more 16-byte slot per thread for its first v vector (kernel.cuh's v_slot).
   p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
   l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)) : 0;
-  // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel).
-  l.pipeline = p.head_stage && detail::tune().rope_pipeline != 0 && pipe_eligible(pr, c);
+  // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel);
+  // 1 (the default) for the ops without caches (rope, mrope), 2 for rope_kv_cache_write too.
+  const int pipeline = detail::tune().rope_pipeline;
+  l.pipeline = p.head_stage && (pipeline == 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
   if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * (stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)));
   p.kv_kind = kv;
   p.rot_cols = c.rot_cols;

@@ -222,7 +222,14 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
       {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 1152, 0, 0, true},
   };
   {
-    const detail::ScopedTuneOverride defaults(detail::Tune{});  // off by default for this output
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // one row ahead by default
+    check_case(Backend::emulator, list[0], rng);
+    EXPECT_EQ(norm::last_config().pipeline_stages, 1);
+  }
+  {
+    detail::Tune off;
+    off.norm_pipeline_fp8 = 0;
+    const detail::ScopedTuneOverride variant(off);
     check_case(Backend::emulator, list[0], rng);
     EXPECT_EQ(norm::last_config().pipeline_stages, 0);
   }

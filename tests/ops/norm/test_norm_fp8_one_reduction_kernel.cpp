@@ -74,13 +74,24 @@ TEST(NormFp8OneReductionCuda, MatchesReference) {
   run_taken(Backend::cuda, rng);
 }
 
-// Off by default; under the variant, the configs it does not take run the default kernel: a
-// static scale, an output in x's dtype, a tail (H % 8), an f32 weight (vec 4), f32 x, and a
-// misaligned view (vec 1).
+// On by default (where the pipelined kernel does not take the rows: T below twice the
+// resident CTAs, 3 on the emulator), off at 0; under the key, the configs it does not take run
+// the default kernel: a static scale, an output in x's dtype, a tail (H % 8), an f32 weight
+// (vec 4), f32 x, and a misaligned view (vec 1).
 TEST(NormFp8OneReduction, TakenOnlyWhereItApplies) {
   TEJAS_SEEDED_TEST_RNG();
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});
+    check_norm_case(Backend::emulator, dynamic_case(DType::bf16, 3, 2048, 0, true), rng);
+    EXPECT_TRUE(norm::last_config().fp8_one_reduction);
+    check_norm_case(Backend::emulator, dynamic_case(DType::bf16, 7, 2048, 0, true), rng);
+    EXPECT_FALSE(norm::last_config().fp8_one_reduction) << "T = 7: the pipelined kernel's rows";
+    EXPECT_EQ(norm::last_config().pipeline_stages, 1);
+  }
+  {
+    detail::Tune off;
+    off.norm_fp8_one_reduction = 0;
+    const detail::ScopedTuneOverride variant(off);
     check_norm_case(Backend::emulator, dynamic_case(DType::bf16, 3, 2048, 0, true), rng);
     EXPECT_FALSE(norm::last_config().fp8_one_reduction);
   }

@@ -87,7 +87,7 @@ void check_pipe_case(Backend b, const PipeCase& k, int stages, check::Rng& rng) 
   EXPECT_EQ(norm::last_config().pipeline_stages, k.pipelined ? stages : 0) << describe(k.c);
 }
 
-// Both keys: the fp8 outputs take norm.pipeline_fp8 (off by default), the others norm.pipeline.
+// Both keys: the fp8 outputs take norm.pipeline_fp8, the others norm.pipeline (both 1 by default).
 detail::Tune pipeline_tune(int stages) {
   detail::Tune t;
   t.norm_pipeline = stages;
@@ -104,10 +104,10 @@ TEST(NormPipelineKernel, MatchesReference) {
   }
 }
 
-// The defaults (H200, docs/kernels/rms_norm.md): one row ahead for outputs in x's dtype, rms_norm
-// and fused alike; the fp8 outputs (dynamic and static here) keep the default kernel, which
-// norm.pipeline_fp8 changes.
-TEST(NormPipelineKernel, DefaultsPipelineOutputsInXsDtypeOnly) {
+// The defaults (H200, docs/kernels/rms_norm.md and fused_add_rms_norm.md): one row ahead for
+// every output, rms_norm and fused alike, fp8 (dynamic and static here) included;
+// norm.pipeline_fp8 sets the fp8 outputs' depth apart (0: the one-CTA-per-row kernel).
+TEST(NormPipelineKernel, DefaultsPipelineEveryOutput) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});  // whatever TEJAS_TUNE says
   NormCase plain{DType::bf16, DType::bf16, DType::bf16, 7, 4096, 0};
@@ -118,13 +118,16 @@ TEST(NormPipelineKernel, DefaultsPipelineOutputsInXsDtypeOnly) {
   fixed.mode = Fp8ScaleMode::static_per_tensor;
   check_pipe_case(Backend::emulator, {plain, true}, 1, rng);
   check_pipe_case(Backend::emulator, {fused, true}, 1, rng);
-  check_pipe_case(Backend::emulator, {dynamic, false}, 1, rng);
-  check_pipe_case(Backend::emulator, {fixed, false}, 1, rng);
-  detail::Tune fp8;
-  fp8.norm_pipeline_fp8 = 2;
-  const detail::ScopedTuneOverride variant(fp8);
-  check_pipe_case(Backend::emulator, {dynamic, true}, 2, rng);
-  check_pipe_case(Backend::emulator, {plain, true}, 1, rng);
+  check_pipe_case(Backend::emulator, {dynamic, true}, 1, rng);
+  check_pipe_case(Backend::emulator, {fixed, true}, 1, rng);
+  for (int stages : {2, 0}) {
+    detail::Tune fp8;
+    fp8.norm_pipeline_fp8 = stages;
+    const detail::ScopedTuneOverride variant(fp8);
+    check_pipe_case(Backend::emulator, {dynamic, stages > 0}, stages, rng);
+    check_pipe_case(Backend::emulator, {fixed, stages > 0}, stages, rng);
+    check_pipe_case(Backend::emulator, {plain, true}, 1, rng);
+  }
 }
 
 // norm.pipeline=0 (and norm.pipeline_fp8=0): the same cases, now long enough to pipeline, run the

@@ -212,7 +212,8 @@ TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
   const detail::ScopedTuneOverride defaults(detail::Tune{});  // the defaults, whatever TEJAS_TUNE says
   rotary::RopeLaunch l = rotary::plan_launch(args);
   EXPECT_TRUE(l.params.head_stage);
-  EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 2 * 16);  // two heads in flight
+  EXPECT_TRUE(l.pipeline);  // rope.pipeline=1: two stages of slots
+  EXPECT_EQ(l.smem_bytes, static_cast<size_t>(l.config.threads) * 2 * 2 * 2 * 16);  // two heads in flight
   args.q = ropetest::view_at(buf, 2, {2, 4, 64});  // 4 bytes off alignment: the 4-byte path
   l = rotary::plan_launch(args);
   EXPECT_EQ(l.config.vec, 2);
@@ -220,15 +221,25 @@ TEST(RopeKernel, HeadStagePlannedFor16ByteAccessesOnly) {
   EXPECT_EQ(l.smem_bytes, 0u);
 }
 
-// rope.pipeline is planned only with the tune on, staging on, and one rotary column and one head
-// step per thread; its slots are two stages of the staged kernel's.
+// rope.pipeline is planned only with the tune on (1, the default, for this op without caches),
+// staging on, and one rotary column and one head step per thread; its slots are two stages of
+// the staged kernel's.
 TEST(RopeKernel, PipelinePlannedWhereEligibleOnly) {
   PlanInputs in;
   rotary::RopeArgs args = in.args();
   detail::Tune t = ropetest::head_stage(2);
   {
-    const detail::ScopedTuneOverride off(t);  // rope.pipeline=0: the default
+    const detail::ScopedTuneOverride off(t);  // ropetest's tunes: rope.pipeline=0
     EXPECT_FALSE(rotary::plan_launch(args).pipeline);
+  }
+  {
+    const detail::ScopedTuneOverride defaults(detail::Tune{});  // the default, whatever TEJAS_TUNE says
+    EXPECT_TRUE(rotary::plan_launch(args).pipeline);
+  }
+  for (int setting : {1, 2}) {
+    t.rope_pipeline = setting;
+    const detail::ScopedTuneOverride on(t);
+    EXPECT_TRUE(rotary::plan_launch(args).pipeline) << "rope.pipeline=" << setting;
   }
   t.rope_pipeline = 1;
   {
