@@ -61,14 +61,16 @@ check::HostTensor iota(DType dt, std::vector<int64_t> shape, int64_t modulo) {
 }
 
 // The tensors of one KV row: positions, q, k, v, cos/sin, slots 0..T-1 (token t in cache row t),
-// caches of `cache`'s dtype and, for fp8, their scales.
+// caches of `cache`'s dtype and, for fp8, their scales (`scale`: kFp8Scale, whose f32 reciprocal
+// is 20 exactly, so 1 / scale x bf16 values have few significant bits and ~1 in 64 of them sits
+// on an e4m3 midpoint test; 1: the exact path of a power-of-two scale, an uncalibrated cache's).
 struct KvTensors {
   TensorView pos, q, k, v, cos, slots;
   PagedKvCache paged;
 };
 
 Status make_kv_tensors(DeviceArena& a, int64_t T, int64_t Hq, int64_t Hk, int64_t D, int64_t R, DType cache,
-                       KvTensors* t) {
+                       KvTensors* t, double scale = kFp8Scale) {
   const int64_t blocks = (T + kBlockSize - 1) / kBlockSize;
   TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i32, {T}, kMaxPos), &t->pos));
   TEJAS_RETURN_IF_ERROR(a.upload(iota(DType::i64, {T}, blocks * kBlockSize), &t->slots));
@@ -80,7 +82,7 @@ Status make_kv_tensors(DeviceArena& a, int64_t T, int64_t Hq, int64_t Hk, int64_
   TEJAS_RETURN_IF_ERROR(a.empty(cache, {blocks, kBlockSize, Hk, D}, &t->paged.v_cache));
   if (dtype_is_fp8(cache)) {
     check::HostTensor s(DType::f32, {1});
-    s.set_flat(0, kFp8Scale);
+    s.set_flat(0, scale);
     TEJAS_RETURN_IF_ERROR(a.upload(s, &t->paged.k_scale));
     TEJAS_RETURN_IF_ERROR(a.upload(s, &t->paged.v_scale));
   }
@@ -135,6 +137,18 @@ void add_kv_rows(const ModelShape& m, std::vector<Workload>& out) {
         return Status::Ok();
       };
       out.push_back(std::move(kv));
+      if (cache != DType::e4m3) continue;
+      // The same at scale 1 (kernel.cuh's exact path for power-of-two scales).
+      Workload one = row("kv_cache_write", m,
+                         cat("T=", T, " Hk=", Hk, " D=", D, " bf16 -> e4m3 cache (scale 1), block ", kBlockSize),
+                         cost_kv_cache_write(T, Hk, D, cache));
+      one.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
+        KvTensors t;
+        TEJAS_RETURN_IF_ERROR(make_kv_tensors(a, T, /*Hq=*/1, Hk, D, R, cache, &t, 1.0));
+        *launch = [=] { return kv_cache_write(cuda_ctx(), t.k, t.v, t.slots, t.paged); };
+        return Status::Ok();
+      };
+      out.push_back(std::move(one));
     }
   }
 }

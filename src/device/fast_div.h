@@ -47,4 +47,39 @@ __host__ __device__ __forceinline__ uint64_t fast_div(uint64_t n, const FastDiv&
 #endif
 }
 
+// dev::FastDiv32: the same for 32-bit dividends n < 2^31 and divisors 1 <= d <= 2^31, as one
+// 32-bit high multiply and a shift: with l = ceil(log2 d), m = ceil(2^(31 + l) / d) < 2^32
+// (d > 2^(l - 1)) and floor(n * m / 2^(31 + l)) = floor(n / d) by the argument above with 31 for
+// 63. For small per-launch divisors (a head row's vectors) where a 32-bit `/` is ~15
+// instructions (I2F, MUFU.RCP, multiplies, a correction).
+struct FastDiv32 {
+  uint32_t d = 1;    // the divisor (>= 1)
+  uint32_t mul = 0;  // m; unused for d = 1
+  int shift = 0;     // l - 1 (d > 1)
+};
+
+// Host: the multiplier and shift for divisor 1 <= d <= 2^31 (0 is taken as 1; larger d are
+// clamped to 2^31: every n < 2^31 divides to 0 either way).
+inline FastDiv32 make_fast_div32(uint32_t d) {
+  FastDiv32 f;
+  constexpr uint32_t kMaxD = uint32_t{1} << 31;
+  f.d = d == 0 ? 1 : (d > kMaxD ? kMaxD : d);
+  if (f.d == 1) return f;
+  int l = 0;
+  while ((uint64_t{1} << l) < f.d) ++l;  // ceil(log2 d), 1..31
+  f.mul = static_cast<uint32_t>(((uint64_t{1} << (31 + l)) - 1) / f.d + 1);
+  f.shift = l - 1;
+  return f;
+}
+
+// floor(n / f.d) for n < 2^31.
+__host__ __device__ __forceinline__ uint32_t fast_div(uint32_t n, const FastDiv32& f) {
+  if (f.d == 1) return n;
+#if TEJAS_DEVICE_PASS
+  return __umulhi(n, f.mul) >> f.shift;
+#else
+  return static_cast<uint32_t>((static_cast<uint64_t>(n) * f.mul) >> 32) >> f.shift;
+#endif
+}
+
 }  // namespace tejas::dev

@@ -15,7 +15,9 @@
 //                          f16 and nvfp4 to bf16 as packed pairs; packed_half.h), and the
 //                          near-midpoint chunks of nvfp4 and quant_fp8_group's f32 scales found
 //                          by num::near_key; 0 = the f32 conversions and near_midpoint, as
-//                          before. Not yet timed on a GPU
+//                          before. The H200 (2026-11-30, two runs): 0 took 1.415 / 1.420 of the
+//                          time on dequant_fp8_group, 1.553 / 1.556 on dequant_mx, 1.112 on
+//                          quant_mx (rows >= 16 MiB); quant_fp8_group within noise
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -32,12 +34,17 @@
 //                          step, no pipeline): 1 (default) = sigmoid from __expf and __fdividef
 //                          (<= ~1.2e-5 relative error, far below a 16-bit ulp; src/ops/activation/
 //                          act_math.cuh); 0 = expf and an IEEE division. The H200: silu_mul 28%
-//                          and gelu_tanh_mul 30% faster at 1 (the kernels were issue-bound)
-//   activation.fast_math_quant=0..1  silu_mul_quant_fp8_group / silu_mul_quant_mx: 1 = the same
-//                          fast sigmoid in the fused kernels (default 0, not yet timed on a GPU)
+//                          and gelu_tanh_mul 30% faster at 1 (the kernels were issue-bound);
+//                          re-timed 2026-11-30: 0 took 1.384 / 1.437 of the time
+//   activation.fast_math_quant=0..1  silu_mul_quant_fp8_group / silu_mul_quant_mx: 1 (default)
+//                          = the same fast sigmoid in the fused kernels; 0 = the accurate one.
+//                          The H200 (2026-11-30, two runs): 1 took 0.741 (fp8_group) and
+//                          0.753-0.754 (mx) of 0's time; re-confirmed by a third: 0 took
+//                          1.345 / 1.327 of 1's
 //   activation.packed_fp4=0..1  silu_mul_quant_mx (mxfp4, nvfp4): 1 (default) = e2m1 codes in
 //                          pairs through bf16 rounded to odd (src/device/numeric/packed_half.h;
-//                          the same codes); 0 = the f32 conversion per element. Not yet timed
+//                          the same codes); 0 = the f32 conversion per element. The H200
+//                          (2026-11-30, two runs): 0 took 1.096 / 1.097 of the time
 //   norm.prefetch_rows=0..65535  RMSNorm family, rows of at most 2 vectors per thread (the
 //                          16-byte rows): each row's threads also prefetch (prefetch.L2) the x
 //                          and residual vectors of the row this many rows ahead, so its loads
@@ -50,20 +57,29 @@
 //                          (default 1; 0 = off: one CTA per row, loaded into registers). The
 //                          H200: rms_norm 23% faster at 1 (geomean over rows >= 16 MiB), 22% at
 //                          2; fused_add_rms_norm 2.5% faster at 1 over all its rows (its bf16
-//                          rows 0.86-1.03 of the time), even at 2
+//                          rows 0.86-1.03 of the time), even at 2 (re-timed 2026-11-30: 2 within
+//                          noise, 1.004-1.024)
 //   norm.pipeline_fp8=0..2 the same for the fp8 outputs (dynamic, static, 1x128 groups)
-//                          (default 0 = off: on the H200, at 1, the fused op's dynamic rows took
-//                          0.95-1.15 of the time, slower from T = 4096 at H <= 8192, and the
-//                          per-group op 1.019 over its rows (1.042 at 2))
+//                          (default 1; 0 = off). Before norm.packed_add, at 1, the fused op's
+//                          dynamic rows took 0.95-1.15 of the time and the per-group op 1.019
+//                          (1.042 at 2); with it (the H200, 2026-11-30): the fp8 rows at
+//                          T >= 4096 0.953 of the time, the per-group op 0.960 over its rows >=
+//                          16 MiB. Re-confirmed by a third run: 0 took 1.014 (fused_add_rms_norm)
+//                          and 1.054 (the per-group op) of the time
 //   norm.fp8_one_reduction=0..1  RMSNorm family, fp8 outputs with a dynamic per-token scale on the
-//                          default kernel's 16-byte rows (16-bit x, H % 8 == 0): 1 = the row's
-//                          amax as inv_rms x max|v w|, reduced with the sum of squares in one
-//                          block reduction (default 0 = a second reduction of max|y|)
+//                          default kernel's 16-byte rows (16-bit x, H % 8 == 0; the rows the
+//                          pipelined kernel does not take): 1 (default) = the row's amax as
+//                          inv_rms x max|v w|, reduced with the sum of squares in one block
+//                          reduction; 0 = a second reduction of max|y|. The H200 (2026-11-30):
+//                          dynamic rows at T >= 4096 0.977 of the time at 1, fused_add_rms_norm
+//                          0.986 (faster in one run, within noise in the other); a third run
+//                          timed 0 within noise (1.004 / 1.002): kept, one reduction fewer
 //   norm.packed_add=0..1   fused_add_rms_norm (and its fp8 outputs), x and the residual in one
 //                          16-bit dtype: 1 (default) = residual += x as packed bf16x2 / f16x2
 //                          adds from the loaded registers (the same bits); 0 = per element in
-//                          f32, rounded to odd, then to the residual's dtype. Not yet timed on a
-//                          GPU
+//                          f32, rounded to odd, then to the residual's dtype. The H200
+//                          (2026-11-30, two runs): 0 took 1.121 / 1.124 of the time on
+//                          fused_add_rms_norm, 1.178 / 1.180 on the fp8-group op
 //   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
@@ -83,17 +99,25 @@
 //   rope.v_stage=0..1      rope_kv_cache_write with rope.head_stage=1: 1 (default) = each thread
 //                          copies its first v vector into shared memory with its heads
 //                          (cp.async, one group) and copies it to the cache from there; 0 = v
-//                          is first read at the copy, after the rotation. Not yet timed on a GPU
-//   rope.pipeline=0..1     rope, mrope and rope_kv_cache_write (rotary == D) with
-//                          rope.head_stage=1, one rotary column and one head step per thread: 1 =
-//                          persistent CTAs walk the tokens, each thread
-//                          staging the next token's heads (cp.async) and loading its position
-//                          while it rotates the current one; 0 (default) = a thread per token
-//                          column. Not yet timed on a GPU
+//                          is first read at the copy, after the rotation. The H200 (2026-11-30,
+//                          two runs): 0 took 1.028 / 1.032 of the time, within noise (+-5.5 %);
+//                          1 stays
+//   rope.pipeline=0..2     rope, mrope and rope_kv_cache_write (rotary == D) with
+//                          rope.head_stage=1, one rotary column and one head step per thread:
+//                          persistent CTAs walk the tokens, each thread staging the next token's
+//                          heads (cp.async) and loading its position while it rotates the
+//                          current one; 1 (default) = that kernel for rope and mrope, 2 = for
+//                          rope_kv_cache_write too; 0 = a thread per token column. The H200
+//                          (2026-11-30, two runs): rope 0.852 / 0.855, mrope 0.847 / 0.846 of
+//                          the time pipelined; rope_kv_cache_write 1.041 / 1.042 (its e4m3-cache
+//                          rows at T >= 4096 1.089), so not at 1; two later runs: 0 took 1.143
+//                          (rope) and 1.147 (mrope) of 1's time, 2 took 1.052 and 1.042 of it on
+//                          rope_kv_cache_write
 //   rope.kv_loads_first=0..1  kv_cache_write: 1 (default) = kv_write_kernel, each thread's k and
 //                          v vectors (up to 4) loaded with the slot before any wait, then stored
 //                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path
-//                          (slot, then k, then v: three round trips). Not yet timed on a GPU
+//                          (slot, then k, then v: three round trips). The H200 (2026-11-30, two
+//                          runs): 0 took 1.174 / 1.175 of the time
 #pragma once
 #include <string>
 

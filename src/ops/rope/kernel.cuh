@@ -18,6 +18,7 @@
 #include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
 #include "device/loaded.h"
+#include "device/math.h"
 #include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
 #include "device/smem.h"
@@ -96,32 +97,68 @@ __device__ __forceinline__ void load_cos_sin(const RopeParams& p, int64_t pos, i
   }
 }
 
-// Start of the cache row for `slot` and kv head h, in elements.
-__device__ __forceinline__ int64_t cache_offset(int64_t slot, int64_t block_size, int64_t blk_stride,
+// Start of the cache row for `slot` (>= 0) and kv head h, in elements. NOTES: `slot / block_size`
+// with 64-bit operands was a ~20-instruction fast path beside a call to the 64-bit division
+// routine, at every cache store; dev::FastDiv makes it one high multiply and a shift.
+__device__ __forceinline__ int64_t cache_offset(int64_t slot, const dev::FastDiv& block, int64_t blk_stride,
                                                 int64_t slot_stride, int64_t head_stride, int64_t h) {
-  return (slot / block_size) * blk_stride + (slot % block_size) * slot_stride + h * head_stride;
+  const int64_t blk = static_cast<int64_t>(dev::fast_div(static_cast<uint64_t>(slot), block));
+  return blk * blk_stride + (slot - blk * static_cast<int64_t>(block.d)) * slot_stride + h * head_stride;
 }
 
-// x / sc for one fp8 cache's scale sc, as cache_codes uses it: t = (x * a) * b with a * b = 1 / sc:
-// a = 1 / sc and b = 1 where that reciprocal is a normal f32 number (sc within ~[2^-128, 2^126]);
-// else b = 2^-64 (sc above) or 2^64 (sc below) and a = 1 / (sc * b), so t lies within ~1.5 f32
-// ulps of x / sc (or is far below every code midpoint, or saturates). num::round_quotient resolves
-// t near a code midpoint from the exact residual x * rs - m * sc_r with sc_r = sc * rs: rs = 2^64
-// below sc = 2^-64 (both products exact), since the residual could otherwise fall below the f32
-// subnormals and read as a tie (exact_round.h); else rs = 1.
+// This thread's token in its block and its index in the token's group of col_threads x
+// head_lanes threads (p.group_div). NOTES: `threadIdx.x % group` and `/ group` as signed 32-bit
+// operations were ~35 SASS instructions at every thread's start.
+__device__ __forceinline__ void group_position(const RopeParams& p, int& token, int& local) {
+  const uint32_t tid = threadIdx.x, q = dev::fast_div(tid, p.group_div);
+  token = static_cast<int>(q);
+  local = static_cast<int>(tid - q * p.group_div.d);
+}
+
+// Vector `it` (< Hk x D / VEC) of a token's k or v row: its head and its first element, by
+// p.col_div (32-bit: the row's vectors are few).
+template <int VEC>
+__device__ __forceinline__ void row_vector(const RopeParams& p, int64_t it, int64_t& h, int64_t& d0) {
+  const uint32_t i = static_cast<uint32_t>(it), hh = dev::fast_div(i, p.col_div);
+  h = hh;
+  d0 = static_cast<int64_t>(i - hh * p.col_div.d) * VEC;
+}
+
+// x / sc for one fp8 cache's scale sc, as cache_codes uses it: t = (x * a) * b with a * b ~ 1 / sc:
+// a ~ 1 / sc within 2 ulps (dev::fdividef, CUDA's bound for a divisor in [2^-126, 2^126]) and
+// b = 1 for sc in [2^-125, 2^125], so a stays a normal number; else (a uniform branch) b = 2^-64
+// (sc above) or 2^64 (sc below) and a = 1 / (sc * b) correctly rounded. t then lies within 5 f32
+// ulps of x / sc (a's 2^-22 relative error is up to 4 ulps of t at the bottom of its binade, plus
+// the product's rounding), inside the 8 ulps of slack near_key and near_midpoint allow (or t is far
+// below every code midpoint, or saturates). num::round_quotient resolves t near a code midpoint
+// from the exact residual x * rs - m * sc_r with sc_r = sc * rs: rs = 2^64 below sc = 2^-64 (both
+// products exact), since the residual could otherwise fall below the f32 subnormals and read as a
+// tie (exact_round.h); else rs = 1.
+// exact: sc is a power of two (1.0, the usual scale of an uncalibrated cache, among them): a and b
+// are then exact powers of two and t = x / sc exactly (short of f32's subnormal range, where t is
+// far below every code midpoint, and of overflow, where both saturate), so the conversion's own
+// round-to-nearest-even is the answer, ties included.
 struct Fp8Divisor {
   float a, b, rs, sc_r;
+  bool exact;
 };
 
-// From the scale as loaded once per column or thread (load_scale), per stored vector (a uniform
-// reciprocal); through ptx::mov_opaque, so the compiler keeps the wait for the scale here
-// and not at its load.
+// From the scale as loaded once per column or thread (load_scale), per stored vector; through
+// ptx::mov_opaque, so the compiler keeps the wait for the scale here and not at its load.
+// NOTES: v4 formed a as 1.0f / sc, an IEEE division (MUFU.RCP, two fixes, a range test and a
+// call to the slow path) per stored vector, with its extreme-scale branch: ~45 SASS instructions
+// of kv_write_kernel's ~180 per vector (sm_90a).
 __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
+  constexpr float kTwoToMinus125 = 0x1p-125f, kTwoTo125 = 0x1p125f;
   const float sc = ptx::mov_opaque(loaded);
-  Fp8Divisor d{num::keep_order(1.0f / sc), 1.0f, 1.0f, sc};  // keep_order: host compilers (exact_round.h)
-  if (!num::is_positive_normal(d.a)) {  // uniform: one branch
+  const uint32_t bits = num::f32_bits(sc);
+  Fp8Divisor d{0.0f, 1.0f, 1.0f, sc, (bits & 0x807FFFFFu) == 0 && bits != 0};
+  if (sc >= kTwoToMinus125 && sc <= kTwoTo125) {  // uniform
+    // 2^-k for sc = 2^k exactly (its exponent negated); else the fast reciprocal.
+    d.a = d.exact ? num::bits_f32(0x7F000000u - bits) : dev::fdividef(1.0f, sc);
+  } else {
     d.b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
-    d.a = 1.0f / num::keep_order(sc * d.b);
+    d.a = 1.0f / num::keep_order(sc * d.b);  // keep_order: host compilers (exact_round.h)
   }
   if (sc < kTwoToMinus64) {
     d.rs = kTwoTo64;
@@ -131,40 +168,54 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
 }
 
 // fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
-// it), with d = fp8_divisor(sc). NOTES: an f32 division per element, as in v1, is ~10
-// instructions with a slow-path call, and both formats' code was inlined per element under a
-// run-time kv_kind test; a second, dividing loop for extreme scales instead of b grew the VEC 8
-// kernels by 1,900 SASS instructions. Before the 2^64 residual scale, scales near 2^-127 (e.g.
-// f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a few values just above a
-// midpoint. v2 loaded the scale in every store_cache call, a dependent L1 round trip per stored
-// vector; v3 loads the k scale once per column, with the position, and the v scale once per
-// thread, with its first v vector. Tried in v3: both scales loaded with the slot at the kernel's
-// start and a, b, rs derived once per column: the registers held through the head loop took
-// the VEC 1 and 2 kernels from 56-62 to 62-68 on sm_90a (64 is the line for two 512-thread
-// blocks per SM).
-// v4 (kv_write_kernel): the vector's values are tested together with num::near_key (one multiply-add per value on
-// the FMA pipe and a running minimum; it passes every value near_midpoint does), and only a
-// vector with one near a midpoint takes the per-value round_quotient path (a uniform-ish branch:
-// ~17 in 2^19 e4m3 values pass); the others convert their quotients in pairs (one cvt per two).
-// NOTES: v3 ran round_quotient on every value: near_midpoint's ~7 integer instructions and a
-// branch around each value's nudge, and one cvt per value (SASS sm_90a, kv_write_kernel<Bf16, 8>:
-// ~14 instructions per value, 9 of them on the ALU pipe).
-// kFiltered = false (rope_kernel): v3's per-value form; the filtered form's quotients, live
-// through the test, took the fused kernels' registers from 96 to 114 (sm_90a, two heads).
-template <num::CodeFormat F, class S, int N, bool kFiltered>
+// it), with d = fp8_divisor(sc). The quotients t are converted in pairs (one cvt per two). For an
+// exact divisor (a power-of-two scale) that is all. Otherwise each t is also tested with
+// num::near_key (an add and a shifted multiply-add on the FMA pipe, a running minimum; it passes
+// every t near_midpoint does), and only a vector with a t near a midpoint takes a second pass
+// (a uniform-ish branch: ~17 in 2^19 e4m3 values pass on data with full f32 quotients), which
+// recomputes each t and corrects those near a midpoint with round_quotient. The quotients are not
+// kept through the branch (recomputed from vals there), so the fused kernels hold no more registers
+// than for the codes.
+// NOTES: v3 ran round_quotient on every value (near_midpoint's ~7 integer instructions, a branch
+// around each nudge, one cvt per value: ~14 SASS instructions per value, 9 on the ALU pipe); v4
+// (kv_write_kernel only) filtered as here but kept the quotients live through the test and redid
+// every value of a flagged vector: in the fused kernels that took the two-head kernel from 96 to
+// 114 registers (sm_90a), so they kept v3. Before the 2^64 residual scale, scales near 2^-127
+// (e.g. f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a few values just
+// above a midpoint.
+template <num::CodeFormat F, class S, int N, bool kPaired>
 __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const Fp8Divisor& d, uint8_t (&codes)[N]) {
-  if constexpr (!kFiltered) {
-    #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const float x = S::to_f32(vals[j]);
-      codes[j] = num::round_quotient<F>(x * d.rs, (x * d.a) * d.b, 1.0f, d.sc_r);
+  const auto quotient = [&](int j) { return (S::to_f32(vals[j]) * d.a) * d.b; };
+  // The quotients' codes in pairs (one cvt per two), the pairs as 16-bit words copied whole (as
+  // bytes, nvcc split and re-packed each pair).
+  const auto convert = [&](const auto& t) {
+    if constexpr (N % 2 == 1) codes[N - 1] = num::CodeTraits<F>::encode(t(N - 1));
+    if constexpr (N >= 2) {
+      uint16_t pairs[N / 2];
+      #pragma unroll
+      for (int j = 0; j < N / 2; ++j)
+        pairs[j] = F == num::CodeFormat::e4m3 ? num::f32x2_to_e4m3x2(t(2 * j), t(2 * j + 1))
+                                              : num::f32x2_to_e5m2x2(t(2 * j), t(2 * j + 1));
+      memcpy(codes, pairs, sizeof(pairs));
     }
+  };
+  if (d.exact) {  // uniform: the quotients are exact, so their conversion is the answer
+    convert(quotient);
+    return;
+  }
+  if constexpr (!kPaired) {
+    // NOTES: with the exact test per value (a select between the two forms) nvcc branched on it
+    // at every value: a convergence barrier and two branches each, and rope_kv_cache_write's fp8
+    // rows ran 5 % slower on the H200 than with v3's loop alone.
+    #pragma unroll
+    for (int j = 0; j < N; ++j)
+      codes[j] = num::round_quotient<F>(S::to_f32(vals[j]) * d.rs, quotient(j), 1.0f, d.sc_r);
   } else {
     float t[N];
     uint32_t key = ~0u;
     #pragma unroll
     for (int j = 0; j < N; ++j) {
-      t[j] = (S::to_f32(vals[j]) * d.a) * d.b;
+      t[j] = quotient(j);
       const uint32_t k = num::near_key<F>(t[j]);
       key = k < key ? k : key;
     }
@@ -172,24 +223,14 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
       #pragma unroll
       for (int j = 0; j < N; ++j) codes[j] = num::round_quotient<F>(S::to_f32(vals[j]) * d.rs, t[j], 1.0f, d.sc_r);
     } else {
-      if constexpr (N % 2 == 1) codes[N - 1] = num::CodeTraits<F>::encode(t[N - 1]);
-      if constexpr (N >= 2) {
-        // The pairs as 16-bit words copied whole (as bytes, nvcc split and re-packed each pair).
-        uint16_t pairs[N / 2];
-        #pragma unroll
-        for (int j = 0; j < N / 2; ++j)
-          pairs[j] = F == num::CodeFormat::e4m3 ? num::f32x2_to_e4m3x2(t[2 * j], t[2 * j + 1])
-                                                : num::f32x2_to_e5m2x2(t[2 * j], t[2 * j + 1]);
-        memcpy(codes, pairs, sizeof(pairs));
-      }
+      convert([&](int j) { return t[j]; });
     }
   }
 }
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
 // value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
-// kFiltered: cache_codes's v4 form (kv_write_kernel).
-template <class S, int N, bool kFiltered = false>
+template <class S, int N, bool kPaired = false>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const Loaded<float>& scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
@@ -198,8 +239,8 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   }
   uint8_t codes[N];
   const Fp8Divisor d = fp8_divisor(scale.get());
-  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kFiltered>(vals, d, codes);
-  else cache_codes<num::CodeFormat::e5m2, S, N, kFiltered>(vals, d, codes);
+  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kPaired>(vals, d, codes);
+  else cache_codes<num::CodeFormat::e5m2, S, N, kPaired>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
@@ -390,7 +431,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
       if (!kCache || h < p.Hq) continue;
       const int64_t slot = slot_at(p, slot_loaded);
       if (slot >= 0) {
-        const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
+        const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
         #pragma unroll
         for (int a = 0; a < kAccesses; ++a)
           store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale, e[i] + a * kLoad TEJAS_NESTED_SITE);
@@ -411,7 +452,7 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
     Raw r[VEC];
     // Plain load, not .nc: other threads write k's rotary dims during this launch.
     load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r TEJAS_NESTED_SITE);
-    const int64_t at = cache_offset(slot, p.block_size, p.kc_block, p.kc_slot, p.kc_head, h);
+    const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h);
     store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale, r TEJAS_NESTED_SITE);
   }
 }
@@ -432,9 +473,9 @@ __device__ __forceinline__ unsigned char* v_slot(const RopeParams& p, int stage 
 template <class S, int VEC, int kHeadSlots>
 __device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int local, int stage = 0) {
   static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte v vectors");
-  const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
-  ptx::cp_async_16(v_slot<kHeadSlots>(p, stage), static_cast<const typename S::Raw*>(p.v) + t * p.v_tok +
-                                                     (local / cols) * p.v_head + (local % cols) * VEC);
+  int64_t h, d0;
+  row_vector<VEC>(p, local, h, d0);
+  ptx::cp_async_16(v_slot<kHeadSlots>(p, stage), static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0);
 }
 
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
@@ -449,7 +490,8 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
   if (copies_v<VEC>(p, local)) load_scale(p, p.v_scale, v_scale TEJAS_NESTED_SITE);
   for (int64_t it = local; it < p.Hk * cols; it += group) {
-    const int64_t h = it / cols, d0 = (it % cols) * VEC;
+    int64_t h, d0;
+    row_vector<VEC>(p, it, h, d0);
     Raw r[VEC];
     bool from_slot = false;
     if constexpr (kHeads > 0) from_slot = staged && it == local;
@@ -463,7 +505,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
     } else {
       load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     }
-    const int64_t at = cache_offset(slot, p.block_size, p.vc_block, p.vc_slot, p.vc_head, h);
+    const int64_t at = cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h);
     store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
   }
 }
@@ -478,10 +520,11 @@ struct KvVector {
   int64_t h, d0;
 };
 template <int VEC>
-__device__ __forceinline__ KvVector kv_vector(int64_t it, int64_t per_row, int64_t cols) {
-  const bool is_v = it >= per_row;
-  const int64_t j = is_v ? it - per_row : it;
-  return {is_v, j / cols, (j % cols) * VEC};
+__device__ __forceinline__ KvVector kv_vector(const RopeParams& p, int64_t it, int64_t per_row) {
+  KvVector w;
+  w.is_v = it >= per_row;
+  row_vector<VEC>(p, w.is_v ? it - per_row : it, w.h, w.d0);
+  return w;
 }
 
 }  // namespace impl
@@ -501,9 +544,10 @@ __device__ __forceinline__ KvVector kv_vector(int64_t it, int64_t per_row, int64
 template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const RopeParams p) {
   using Raw = typename S::Raw;
-  const int group = p.col_threads * p.head_lanes;
-  const int local = static_cast<int>(threadIdx.x) % group;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  const int group = static_cast<int>(p.group_div.d);
+  int token, local;
+  impl::group_position(p, token, local);
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
   if (t >= p.T) return;
   Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
@@ -512,33 +556,52 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
   impl::load_scale(p, p.v_scale, v_scale);
   const int64_t cols = p.D / VEC;
   const int64_t per_row = p.Hk * cols;  // vectors of k's row (and of v's)
+  if (group == per_row) {  // uniform; the usual config (Hk x D / VEC <= 512)
+    // One k and one v vector per thread, of the same head and columns: their source and cache
+    // offsets computed once. NOTES: through the general loop below (vector index -> row, head
+    // and columns, per load and again per store) the 16-byte kernel spent ~35 SASS instructions
+    // of 64-bit offset arithmetic per stored vector.
+    int64_t h, d0;
+    impl::row_vector<VEC>(p, local, h, d0);
+    Raw rk[VEC], rv[VEC];
+    impl::load_vec<VEC, true>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, rk);
+    impl::load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, rv);
+    const int64_t slot = impl::slot_at(p, slot_loaded);
+    if (slot < 0) return;
+    impl::store_cache<S, VEC, true>(p, p.k_cache, impl::cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
+                                    k_scale, rk);
+    impl::store_cache<S, VEC, true>(p, p.v_cache, impl::cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
+                                    v_scale, rv);
+    return;
+  }
   for (int64_t base = local; base < 2 * per_row; base += impl::kKvBatch * group) {
     Raw r[impl::kKvBatch][VEC];
     #pragma unroll
     for (int b = 0; b < impl::kKvBatch; ++b) {
       const int64_t it = base + b * group;
       if (it >= 2 * per_row) break;
-      const impl::KvVector w = impl::kv_vector<VEC>(it, per_row, cols);
+      const impl::KvVector w = impl::kv_vector<VEC>(p, it, per_row);
       const Raw* src = w.is_v ? static_cast<const Raw*>(p.v) + t * p.v_tok + w.h * p.v_head
                               : static_cast<const Raw*>(p.k) + t * p.k_tok + w.h * p.k_head;
       impl::load_vec<VEC, true>(src + w.d0, r[b]);
     }
     const int64_t slot = impl::slot_at(p, slot_loaded);
     if (slot < 0) return;
-    const int64_t blk = slot / p.block_size, in_blk = slot % p.block_size;
+    const int64_t blk = static_cast<int64_t>(dev::fast_div(static_cast<uint64_t>(slot), p.block_div));
+    const int64_t in_blk = slot - blk * static_cast<int64_t>(p.block_div.d);
     #pragma unroll
     for (int b = 0; b < impl::kKvBatch; ++b) {
       const int64_t it = base + b * group;
       if (it >= 2 * per_row) break;
-      const impl::KvVector w = impl::kv_vector<VEC>(it, per_row, cols);
+      const impl::KvVector w = impl::kv_vector<VEC>(p, it, per_row);
       // NOTES: the fp8 divisors derived once per thread instead of per stored vector took the
       // 16-byte kernels from 64 to 69 registers (sm_90a): 3 blocks of 256 per SM instead of 4.
       if (w.is_v)
         impl::store_cache<S, VEC, true>(p, p.v_cache, blk * p.vc_block + in_blk * p.vc_slot + w.h * p.vc_head + w.d0,
-                                        v_scale, r[b]);
+                                  v_scale, r[b]);
       else
         impl::store_cache<S, VEC, true>(p, p.k_cache, blk * p.kc_block + in_blk * p.kc_slot + w.h * p.kc_head + w.d0,
-                                        k_scale, r[b]);
+                                  k_scale, r[b]);
     }
   }
 }
@@ -548,9 +611,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
 // so that the default kernels carry none of its code (compiled in, it cost them 4-6 registers).
 template <class S, int VEC, int kHeads, bool kStage = false>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopeParams p) {
-  const int group = p.col_threads * p.head_lanes;
-  const int local = static_cast<int>(threadIdx.x) % group;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  const int group = static_cast<int>(p.group_div.d);
+  int token, local;
+  impl::group_position(p, token, local);
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
   if (t >= p.T) return;  // no barriers below: tail threads may leave
   const int lane = local / p.col_threads;
   Loaded<int64_t> slot_loaded;
@@ -589,9 +653,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   // TEJAS_TUNE rope.v_prefetch=1 turns it on (off: within noise on the H200).
   // (Not with rope.v_stage, which copies that vector itself.)
   if (p.v_prefetch && !p.v_stage && p.kv_kind != KvKind::none && impl::copies_v<VEC>(p, local)) {
-    const int cols = static_cast<int>(p.D / VEC);  // local < Hk * cols: 32-bit quotient and rest
-    ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + (local / cols) * p.v_head +
-                     (local % cols) * VEC);
+    int64_t h, d0;
+    impl::row_vector<VEC>(p, local, h, d0);
+    ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0);
   }
   for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
     const bool staged = kStage && col == local % p.col_threads;  // the first column's first step
@@ -629,8 +693,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   // stage_heads commits a group only for 16-byte accesses; the one-group-per-token count (the
   // wait for all but the newest group) relies on it.
   static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte head accesses");
-  const int group = p.col_threads * p.head_lanes;
-  const int local = static_cast<int>(threadIdx.x) % group;
+  const int group = static_cast<int>(p.group_div.d);
+  int token, local;
+  impl::group_position(p, token, local);
   const int lane = local / p.col_threads, col = local % p.col_threads;
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "device/fast_div.h"
+
 namespace tejas::rotary {
 
 enum class KvKind : int { none, same, e4m3, e5m2 };  // same: the cache holds q's dtype
@@ -23,7 +25,9 @@ struct RopeParams {
   int64_t pos_row, pos_tok;                            // positions strides (pos_row: mrope only)
   int64_t cs_row;                                      // cos_sin_cache row stride
   int64_t kc_block, kc_slot, kc_head, vc_block, vc_slot, vc_head;
-  int64_t block_size;
+  dev::FastDiv block_div;   // the caches' block size (block_div.d): a slot -> its block and row
+  dev::FastDiv32 col_div;   // D / VEC, the vectors of a head row: a vector index -> its head
+  dev::FastDiv32 group_div; // col_threads x head_lanes, a token's threads: a thread -> its token
   // Bounds for index contents the kernel cannot trust without debug checks: a position outside
   // [0, max_pos) leaves its pairs unrotated, a slot >= num_slots is skipped like a negative one,
   // so bad indices never touch memory outside the tensors.

@@ -108,7 +108,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     p.vc_block = vc.stride[0];
     p.vc_slot = vc.stride[1];
     p.vc_head = vc.stride[2];
-    p.block_size = kc.shape[1];
+    p.block_div = dev::make_fast_div(static_cast<uint64_t>(kc.shape[1]));
     p.num_slots = kc.shape[0] * kc.shape[1];
   }
   p.pos_i64 = a.positions.dtype == DType::i64;
@@ -128,6 +128,8 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   l.pipeline = p.head_stage && (pipeline == 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
   if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * (stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)));
   p.kv_kind = kv;
+  p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
+  p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;
   p.col_threads = c.col_threads;

@@ -104,6 +104,40 @@ inline HardValues hard_values(DType src, DType code) {
   }
   return h;
 }
+// Power-of-two scales (the kernels' exact path: x / scale is exact in f32, and the conversion's
+// round-to-nearest-even is the answer) from the smallest subnormal to 2^127, 1.0 among them.
+inline constexpr float kPowerOfTwoScales[] = {0x1p-149f, 0x1p-127f, 0x1p-126f, 0x1p-125f, 0x1p-8f,
+                                              1.0f,      0x1p9f,    0x1p125f,  0x1p126f,  0x1p127f};
+// k and v as scale x m, half of them with m of 5 significant bits (16..31 x 2^e: e4m3 and e5m2
+// code values and exact midpoints, ties to even), half spread over the codes' range and past it;
+// values outside the source dtype's range come out as its rounding (the checks read them back).
+inline void fill_scaled_ties(check::HostTensor& k, check::HostTensor& v, float scale, check::Rng& rng) {
+  for (check::HostTensor* t : {&k, &v}) {
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      const double m = i % 2 ? std::ldexp(static_cast<double>(rng.randint(16, 31)), static_cast<int>(rng.randint(-14, 12)))
+                             : std::ldexp(rng.uniform(-1.0, 1.0), static_cast<int>(rng.randint(-12, 17)));
+      const double x = static_cast<double>(scale) * (rng.randint(0, 1) ? m : -m);
+      t->set_flat(i, std::isfinite(x) && std::fabs(x) < 3e38 ? x : 0.0);
+    }
+  }
+}
+// Every finite value of dtype `src` (k then v take them in turn, v negated), for a full scan at
+// scale 1.
+inline void fill_every_value(check::HostTensor& k, check::HostTensor& v, DType src) {
+  check::HostTensor one(src, {1});
+  std::vector<double> values;
+  for (uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    one.set_bits_flat(0, bits);
+    const double x = one.get_flat(0);
+    if (std::isfinite(x)) values.push_back(x);
+  }
+  for (int64_t i = 0; i < k.numel(); ++i) {
+    const double x = values[static_cast<size_t>(i) % values.size()];
+    k.set_flat(i, x);
+    v.set_flat(i, -x);
+  }
+}
+
 // k and v filled with the values in turn, each sign in its own pattern.
 inline void fill_hard(check::HostTensor& k, check::HostTensor& v, const std::vector<double>& values) {
   for (int64_t i = 0; i < k.numel(); ++i) {

@@ -245,6 +245,54 @@ TEST(KvCacheWrite, CudaFp8CachesRoundTheExactQuotient) {
   fp8_hard_values(rng, 0, Backend::cuda);
 }
 
+// Power-of-two scales, the kernels' exact path (no midpoint test: the conversion's own rounding):
+// every finite bf16 and f16 value at scale 1 (ties to even among them), and at each scale of
+// ropetest::kPowerOfTwoScales values on code values and exact midpoints and spread past the
+// codes' range; both kernels, both fp8 formats, every code the exact quotient's. The extreme
+// scales (2^-127 and below: subnormal, outside the fast reciprocal's range; 2^126, 2^127) take
+// the scaled divisor.
+void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend) {
+  detail::Tune t;
+  t.rope_kv_loads_first = loads_first;
+  const detail::ScopedTuneOverride variant(t);
+  for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+    for (DType qt : {DType::bf16, DType::f16}) {
+      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " every " << dtype_name(qt)
+                                        << " value -> " << dtype_name(cache_dt) << " at scale 1");
+      const KvShape s{2048, 1, 2, 16, 16, 2048, 1};  // 65536 values per tensor
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, 1.0, 1.0);
+      ropetest::fill_every_value(b.k, b.v, qt);
+      write_caches(b, backend);
+      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    }
+    for (float scale : ropetest::kPowerOfTwoScales) {
+      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " bf16 -> " << dtype_name(cache_dt)
+                                        << " scale 2^" << std::ilogb(scale));
+      const KvShape s{16, 1, 2, 8, 8, 16, 1};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+      ropetest::fill_scaled_ties(b.k, b.v, scale, rng);
+      write_caches(b, backend);
+      EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
+      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    }
+  }
+}
+
+TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_power_of_two_scales(rng, 1, Backend::emulator);
+  fp8_power_of_two_scales(rng, 0, Backend::emulator);
+}
+
+TEST(KvCacheWrite, CudaFp8CachesAtPowerOfTwoScales) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_power_of_two_scales(rng, 1, Backend::cuda);
+  fp8_power_of_two_scales(rng, 0, Backend::cuda);
+}
+
 // One rule per case: the call fails naming the argument, and no cache byte is written.
 TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
   TEJAS_SEEDED_TEST_RNG();

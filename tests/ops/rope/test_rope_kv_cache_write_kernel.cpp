@@ -304,6 +304,52 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
   }
 }
 
+// rope_kv_cache_write on `backend` (neox), the GPU's results downloaded into b.
+void write_fused(KvBuffers& b, Backend backend) {
+  if (backend != Backend::cuda) {
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, RopeStyle::neox,
+                                        b.slots, b.paged()));
+    return;
+  }
+  check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
+  for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
+                      {&kc, &b.k_cache}, {&vc, &b.v_cache}, {&ks, &b.k_scale}, {&vs, &b.v_scale}})
+    TEJAS_ASSERT_OK(m->upload(*h));
+  const PagedKvCache dc{kc.view(), vc.view(), ks.view(), vs.view()};
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), pos.view(), q.view(), k.view(), v.view(),
+                                      cos.view(), RopeStyle::neox, slots.view(), dc));
+  TEJAS_ASSERT_OK(check::device_synchronize());
+  for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&kc, &b.k_cache}, {&vc, &b.v_cache}}) TEJAS_ASSERT_OK(m->download(*h));
+}
+
+// Power-of-two scales, the exact path (the conversion's own rounding, no midpoint test): every
+// finite bf16 value at scale 1, and ropetest::kPowerOfTwoScales with values on code values and
+// exact midpoints (ties to even) and past the codes' range; positions 0 leave k unrotated, so
+// both caches carry these values; every code the exact quotient's, on the GPU too when present.
+TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends) {
+    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+      for (float scale : {0.0f, 0x1p-149f, 0x1p-127f, 0x1p-126f, 0x1p-125f, 0x1p-8f, 1.0f, 0x1p9f, 0x1p125f, 0x1p126f, 0x1p127f}) {
+        const bool every = scale == 0.0f;  // every bf16 value, at scale 1
+        SCOPED_TRACE(::testing::Message() << (backend == Backend::cuda ? "cuda " : "emulator ") << dtype_name(cache_dt)
+                                          << (every ? " every bf16 value at scale 1" : " scale 2^") << (every ? 0 : std::ilogb(scale)));
+        const KvShape s = every ? KvShape{2048, 1, 2, 16, 16, 2048, 1} : KvShape{16, 1, 2, 8, 8, 16, 1};
+        const double sc = every ? 1.0 : static_cast<double>(scale);
+        KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0, sc, sc);
+        if (every) ropetest::fill_every_value(b.k, b.v, DType::bf16);
+        else ropetest::fill_scaled_ties(b.k, b.v, scale, rng);
+        for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
+        write_fused(b, backend);
+        check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+        check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      }
+    }
+  }
+}
+
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
 TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   TEJAS_SEEDED_TEST_RNG();
