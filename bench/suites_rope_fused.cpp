@@ -61,9 +61,9 @@ check::HostTensor iota(DType dt, std::vector<int64_t> shape, int64_t modulo) {
 }
 
 // The tensors of one KV row: positions, q, k, v, cos/sin, slots 0..T-1 (token t in cache row t),
-// caches of `cache`'s dtype and, for fp8, their scales (`scale`: kFp8Scale, whose f32 reciprocal
-// is 20 exactly, so 1 / scale x bf16 values have few significant bits and ~1 in 64 of them sits
-// on an e4m3 midpoint test; 1: the exact path of a power-of-two scale, an uncalibrated cache's).
+// caches of `cache`'s dtype and, for fp8, their scales (`scale`: kFp8Scale, an arbitrary
+// calibrated-looking scale; 1: the kernels' exact path for a power-of-two scale, an uncalibrated
+// cache's).
 struct KvTensors {
   TensorView pos, q, k, v, cos, slots;
   PagedKvCache paged;

@@ -59,8 +59,10 @@ __host__ __device__ __forceinline__ float keep_order(float x) {
 #endif
 }
 // Distance (in f32 ulps of t) within which t ~ x / D is checked against a midpoint: the
-// approximation errs by at most ~2 ulps (a rounded reciprocal, a rounded product of two scales,
-// the final multiply); 8 leaves a wide margin at no cost.
+// approximations err by at most ~2 ulps (a rounded reciprocal, a rounded product of two scales,
+// the final multiply), ~4.5 for the rope family's fast reciprocal (__fdividef's 2 ulps, up to 4
+// ulps of t at the bottom of its binade, and the product's rounding: ops/rope/kernel.cuh's
+// fp8_divisor); 8 leaves a margin at no cost.
 inline constexpr uint32_t kTieSlackUlps = 8;
 
 template <CodeFormat F>

@@ -116,12 +116,19 @@ __device__ __forceinline__ void group_position(const RopeParams& p, int& token, 
 }
 
 // Vector `it` (< Hk x D / VEC) of a token's k or v row: its head and its first element, by
-// p.col_div (32-bit: the row's vectors are few).
+// p.col_div (a 32-bit high multiply) below 2^31, else (a row of 2^31 vectors or more: 16-bit
+// heads of D = 2^24 - 1 across 129 kv heads reach it) by a 64-bit division.
 template <int VEC>
 __device__ __forceinline__ void row_vector(const RopeParams& p, int64_t it, int64_t& h, int64_t& d0) {
-  const uint32_t i = static_cast<uint32_t>(it), hh = dev::fast_div(i, p.col_div);
-  h = hh;
-  d0 = static_cast<int64_t>(i - hh * p.col_div.d) * VEC;
+  if (it < (int64_t{1} << 31)) {
+    const uint32_t i = static_cast<uint32_t>(it), hh = dev::fast_div(i, p.col_div);
+    h = hh;
+    d0 = static_cast<int64_t>(i - hh * p.col_div.d) * VEC;
+  } else {
+    const int64_t cols = p.col_div.d;
+    h = it / cols;
+    d0 = (it - h * cols) * VEC;
+  }
 }
 
 // x / sc for one fp8 cache's scale sc, as cache_codes uses it: t = (x * a) * b with a * b ~ 1 / sc:
@@ -168,22 +175,22 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
 }
 
 // fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
-// it), with d = fp8_divisor(sc). The quotients t are converted in pairs (one cvt per two). For an
-// exact divisor (a power-of-two scale) that is all. Otherwise each t is also tested with
-// num::near_key (an add and a shifted multiply-add on the FMA pipe, a running minimum; it passes
-// every t near_midpoint does), and only a vector with a t near a midpoint takes a second pass
-// (a uniform-ish branch: ~17 in 2^19 e4m3 values pass on data with full f32 quotients), which
-// recomputes each t and corrects those near a midpoint with round_quotient. The quotients are not
-// kept through the branch (recomputed from vals there), so the fused kernels hold no more registers
-// than for the codes.
-// NOTES: v3 ran round_quotient on every value (near_midpoint's ~7 integer instructions, a branch
-// around each nudge, one cvt per value: ~14 SASS instructions per value, 9 on the ALU pipe); v4
-// (kv_write_kernel only) filtered as here but kept the quotients live through the test and redid
-// every value of a flagged vector: in the fused kernels that took the two-head kernel from 96 to
-// 114 registers (sm_90a), so they kept v3. Before the 2^64 residual scale, scales near 2^-127
-// (e.g. f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a few values just
-// above a midpoint.
-template <num::CodeFormat F, class S, int N, bool kPaired>
+// it), with d = fp8_divisor(sc). An exact divisor (a power-of-two scale): the quotients t
+// converted in pairs (one cvt per two), nothing else. Otherwise, kFiltered (kv_write_kernel): each
+// t is tested with num::near_key (an add and a shifted multiply-add on the FMA pipe, a running
+// minimum; it passes every t near_midpoint does); only a vector with a t near a midpoint runs
+// round_quotient on every value (a uniform-ish branch: ~17 in 2^19 e4m3 values pass on data with
+// full f32 quotients), the others convert in pairs. !kFiltered (the fused kernels): round_quotient
+// on every value (v3's form).
+// NOTES: v3's form is ~14 SASS instructions per value, 9 on the ALU pipe (near_midpoint's ~7
+// integer instructions, a branch around each nudge, one cvt per value). The filtered form's
+// quotients, live through the test, took the fused two-head kernel from 96 to 114 registers
+// (sm_90a), so those keep v3's. Tried in v5: the pairs converted before the test and only the
+// flagged values corrected in a second pass (quotients recomputed there): sm_80's 16-byte
+// kv_write_kernel spilled 8-12 bytes under its 64-register bound. Before the 2^64 residual scale,
+// scales near 2^-127 (e.g. f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a
+// few values just above a midpoint.
+template <num::CodeFormat F, class S, int N, bool kFiltered>
 __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const Fp8Divisor& d, uint8_t (&codes)[N]) {
   const auto quotient = [&](int j) { return (S::to_f32(vals[j]) * d.a) * d.b; };
   // The quotients' codes in pairs (one cvt per two), the pairs as 16-bit words copied whole (as
@@ -203,7 +210,7 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
     convert(quotient);
     return;
   }
-  if constexpr (!kPaired) {
+  if constexpr (!kFiltered) {
     // NOTES: with the exact test per value (a select between the two forms) nvcc branched on it
     // at every value: a convergence barrier and two branches each, and rope_kv_cache_write's fp8
     // rows ran 5 % slower on the H200 than with v3's loop alone.
@@ -230,7 +237,7 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
 // value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
-template <class S, int N, bool kPaired = false>
+template <class S, int N, bool kFiltered = false>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const Loaded<float>& scale,
                                             const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
@@ -239,8 +246,8 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
   }
   uint8_t codes[N];
   const Fp8Divisor d = fp8_divisor(scale.get());
-  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kPaired>(vals, d, codes);
-  else cache_codes<num::CodeFormat::e5m2, S, N, kPaired>(vals, d, codes);
+  if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kFiltered>(vals, d, codes);
+  else cache_codes<num::CodeFormat::e5m2, S, N, kFiltered>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
 }
 
@@ -698,7 +705,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   impl::group_position(p, token, local);
   const int lane = local / p.col_threads, col = local % p.col_threads;
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
-  int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + static_cast<int>(threadIdx.x) / group;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
   if (t >= p.T || col >= p.rot_cols) return;  // no barriers below; (col_threads == rot_cols: defensive)
   const auto stage = [&](int64_t tok, int head0) {
     if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);

@@ -28,7 +28,11 @@ constexpr int64_t kMaxPos = 8;  // make_kv_buffers builds a cos/sin cache kv_cac
 // {T, Hq (unused), Hk, D, rotary (unused), num_blocks, block_size}.
 constexpr KvShape kShapes[] = {{1, 1, 1, 8, 2, 1, 1},   {5, 1, 2, 128, 2, 2, 4}, {21, 1, 3, 6, 2, 4, 8},
                                {7, 1, 1, 3, 2, 3, 3},   {9, 1, 4, 130, 2, 3, 5}, {3, 1, 8, 72, 2, 1, 16},
-                               {2, 1, 600, 16, 2, 1, 2}};  // 600 heads: more than one per head lane
+                               {2, 1, 600, 16, 2, 1, 2},   // 600 heads: more than one per head lane
+                               // Rows of more vectors than a group has threads, with column counts
+                               // that are not powers of two (kv_write_kernel's general loop: 65
+                               // 4-byte columns x 100 heads, 9 16-byte columns x 80 heads).
+                               {3, 1, 100, 130, 2, 2, 3}, {4, 1, 80, 72, 2, 2, 5}};
 
 // kv_cache_write of b's k and v into b's caches on `backend` (cuda: through device copies, the
 // caches downloaded after).
@@ -245,32 +249,40 @@ TEST(KvCacheWrite, CudaFp8CachesRoundTheExactQuotient) {
   fp8_hard_values(rng, 0, Backend::cuda);
 }
 
-// Power-of-two scales, the kernels' exact path (no midpoint test: the conversion's own rounding):
-// every finite bf16 and f16 value at scale 1 (ties to even among them), and at each scale of
-// ropetest::kPowerOfTwoScales values on code values and exact midpoints and spread past the
-// codes' range; both kernels, both fp8 formats, every code the exact quotient's. The extreme
-// scales (2^-127 and below: subnormal, outside the fast reciprocal's range; 2^126, 2^127) take
-// the scaled divisor.
+// Power-of-two scales, the kernels' exact path (no midpoint test: the conversion's own rounding),
+// and the fast reciprocal's path beside it: every finite bf16 and f16 value at scale 1 (ties to
+// even among them), at 0.37 and at 1 + 2^-23 (not powers of two: the quotients through
+// dev::fdividef's reciprocal, which the emulator moves by up to its 2 ulps, must still round as
+// the exact quotient), and at each scale of ropetest::kPowerOfTwoScales (the extreme ones, 2^-126
+// and below, 2^126 and 2^127, take the scaled divisor) and at the fast reciprocal's range edges
+// (1.5 x 2^-125, 1.9 x 2^124) values on code values and exact midpoints and spread past the
+// codes' range; both kernels, both fp8 formats, every code the exact quotient's. Blocks of 16
+// slots (the block divisor's general path) and, for the scaled values, every fifth token skipped.
 void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend) {
   detail::Tune t;
   t.rope_kv_loads_first = loads_first;
   const detail::ScopedTuneOverride variant(t);
   for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
     for (DType qt : {DType::bf16, DType::f16}) {
-      SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " every " << dtype_name(qt)
-                                        << " value -> " << dtype_name(cache_dt) << " at scale 1");
-      const KvShape s{2048, 1, 2, 16, 16, 2048, 1};  // 65536 values per tensor
-      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, 1.0, 1.0);
-      ropetest::fill_every_value(b.k, b.v, qt);
-      write_caches(b, backend);
-      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      for (float scale : {1.0f, 0.37f, 0x1.000002p0f}) {
+        SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " every " << dtype_name(qt)
+                                          << " value -> " << dtype_name(cache_dt) << " at scale " << scale);
+        const KvShape s{2048, 1, 2, 16, 16, 128, 16};  // 65536 values per tensor
+        KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+        ropetest::fill_every_value(b.k, b.v, qt);
+        write_caches(b, backend);
+        ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+        ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      }
     }
-    for (float scale : ropetest::kPowerOfTwoScales) {
+    std::vector<float> scales(std::begin(ropetest::kPowerOfTwoScales), std::end(ropetest::kPowerOfTwoScales));
+    scales.push_back(0x1.8p-125f);
+    scales.push_back(0x1.e66666p124f);
+    for (float scale : scales) {
       SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " bf16 -> " << dtype_name(cache_dt)
-                                        << " scale 2^" << std::ilogb(scale));
-      const KvShape s{16, 1, 2, 8, 8, 16, 1};
-      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+                                        << " scale " << scale);
+      const KvShape s{20, 1, 2, 8, 8, 2, 16};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 5, scale, scale);
       ropetest::fill_scaled_ties(b.k, b.v, scale, rng);
       write_caches(b, backend);
       EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
@@ -284,6 +296,18 @@ TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
   TEJAS_SEEDED_TEST_RNG();
   fp8_power_of_two_scales(rng, 1, Backend::emulator);
   fp8_power_of_two_scales(rng, 0, Backend::emulator);
+}
+
+// Rows of more vectors than a token's group has threads (the long shapes of kShapes) run
+// kv_write_kernel's general loop: several k and v vectors per thread, split by the vector index.
+TEST(KvCacheWrite, LongRowsTakeTheGeneralLoop) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (const KvShape& s : {kShapes[7], kShapes[8]}) {
+    run(rng, s, DType::bf16, DType::e4m3, Backend::emulator);
+    const rotary::RopeLaunch l = rotary::last_launch();
+    EXPECT_TRUE(l.params.kv_loads_first);
+    EXPECT_LT(int64_t{l.config.col_threads} * l.config.head_lanes, s.Hk * (s.D / l.config.vec)) << "Hk " << s.Hk << " D " << s.D;
+  }
 }
 
 TEST(KvCacheWrite, CudaFp8CachesAtPowerOfTwoScales) {

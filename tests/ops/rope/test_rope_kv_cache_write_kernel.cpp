@@ -336,7 +336,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
         const bool every = scale == 0.0f;  // every bf16 value, at scale 1
         SCOPED_TRACE(::testing::Message() << (backend == Backend::cuda ? "cuda " : "emulator ") << dtype_name(cache_dt)
                                           << (every ? " every bf16 value at scale 1" : " scale 2^") << (every ? 0 : std::ilogb(scale)));
-        const KvShape s = every ? KvShape{2048, 1, 2, 16, 16, 2048, 1} : KvShape{16, 1, 2, 8, 8, 16, 1};
+        const KvShape s = every ? KvShape{2048, 1, 2, 16, 16, 128, 16} : KvShape{16, 1, 2, 8, 8, 2, 16};
         const double sc = every ? 1.0 : static_cast<double>(scale);
         KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0, sc, sc);
         if (every) ropetest::fill_every_value(b.k, b.v, DType::bf16);
