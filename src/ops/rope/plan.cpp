@@ -121,12 +121,13 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.kv_loads_first = !rotates && kv != KvKind::none && detail::tune().rope_kv_loads_first != 0;
   // rope.v_stage: one more 16-byte slot per thread for its first v vector (kernel.cuh's v_slot).
   p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
-  l.smem_bytes = p.head_stage ? static_cast<size_t>(stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)) : 0;
+  const int64_t one_stage = stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0);
+  l.smem_bytes = p.head_stage ? static_cast<size_t>(one_stage) : 0;
   // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel);
   // 1 (the default) for the ops without caches (rope, mrope), 2 for rope_kv_cache_write too.
   const int pipeline = detail::tune().rope_pipeline;
   l.pipeline = p.head_stage && (pipeline == 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
-  if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * (stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0)));
+  if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * one_stage);
   p.kv_kind = kv;
   p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));

@@ -173,4 +173,10 @@ inline void check_cache(const check::HostTensor& cache, const check::HostTensor&
   }
 }
 
+// Both caches of b against its k and v rows (check_cache).
+inline void check_caches(const KvBuffers& b, const KvShape& s) {
+  check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+  check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+}
+
 }  // namespace tejas::ropetest

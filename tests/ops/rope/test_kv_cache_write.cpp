@@ -65,8 +65,7 @@ void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend ba
   b.v_cache.poison();
   const HostTensor k_in = ropetest::gather(b.k.view()), v_in = ropetest::gather(b.v.view());
   write_caches(b, backend);
-  ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-  ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  ropetest::check_caches(b, s);
   for (int64_t i = 0; i < b.k.numel(); ++i) {
     ASSERT_EQ(b.k.bits_flat(i), k_in.bits_flat(i)) << "k changed";
     ASSERT_EQ(b.v.bits_flat(i), v_in.bits_flat(i)) << "v changed";
@@ -212,8 +211,7 @@ void fp8_hard_values(check::Rng& rng, int loads_first, Backend backend) {
         }
         write_caches(b, backend);
         EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
-        ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-        ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+        ropetest::check_caches(b, s);
       }
     }
   }
@@ -230,8 +228,7 @@ void fp8_hard_values(check::Rng& rng, int loads_first, Backend backend) {
       }
       b.v.set_flat(0, std::ldexp(1.0, -127));  // 0x003C3C3C: just above an e4m3 midpoint
       write_caches(b, backend);
-      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      ropetest::check_caches(b, s);
     }
   }
 }
@@ -271,8 +268,7 @@ void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend) 
         KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
         ropetest::fill_every_value(b.k, b.v, qt);
         write_caches(b, backend);
-        ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-        ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+        ropetest::check_caches(b, s);
       }
     }
     std::vector<float> scales(std::begin(ropetest::kPowerOfTwoScales), std::end(ropetest::kPowerOfTwoScales));
@@ -286,8 +282,7 @@ void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend) 
       ropetest::fill_scaled_ties(b.k, b.v, scale, rng);
       write_caches(b, backend);
       EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
-      ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-      ropetest::check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      ropetest::check_caches(b, s);
     }
   }
 }

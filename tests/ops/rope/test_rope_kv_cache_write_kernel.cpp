@@ -71,8 +71,7 @@ void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend bac
   EXPECT_TRUE(r.ok) << "q: " << r.message;
   r = check::compare(b.k, k_ref, ropetest::kernel_tolerance(var.qt, ropetest::max_pair_sum(k_ref) + 1));
   EXPECT_TRUE(r.ok) << "k: " << r.message;
-  check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-  check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  ropetest::check_caches(b, s);
   // v is not rotated: its cache is the reference's bit for bit, unwritten rows included.
   for (int64_t i = 0; i < b.v_cache.numel(); ++i)
     ASSERT_EQ(b.v_cache.bits_flat(i), vc_ref.bits_flat(i)) << "v_cache element " << i << " vs the reference";
@@ -265,8 +264,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
       TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                           RopeStyle::neox, b.slots, b.paged()));
       for (int64_t i = 0; i < b.k.numel(); ++i) ASSERT_EQ(b.k.bits_flat(i), k_in.bits_flat(i)) << "k rotated at 0";
-      check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-      check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+      ropetest::check_caches(b, s);
     }
   }
 }
@@ -297,8 +295,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
         for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
         TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                             RopeStyle::neox, b.slots, b.paged()));
-        check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-        check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+        ropetest::check_caches(b, s);
       }
     }
   }
@@ -343,8 +340,7 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
         else ropetest::fill_scaled_ties(b.k, b.v, scale, rng);
         for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
         write_fused(b, backend);
-        check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
-        check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+        ropetest::check_caches(b, s);
       }
     }
   }
