@@ -180,12 +180,12 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
 // t is tested with num::near_key (an add and a shifted multiply-add on the FMA pipe, a running
 // minimum; it passes every t near_midpoint does); only a vector with a t near a midpoint runs
 // round_quotient on every value (a uniform-ish branch: ~17 in 2^19 e4m3 values pass on data with
-// full f32 quotients), the others convert in pairs. !kFiltered (the fused kernels): round_quotient
-// on every value (v3's form).
+// full f32 quotients), the others convert in pairs; also rope_pipe_kernel's v stores. !kFiltered
+// (the fused kernels' other stores): round_quotient on every value (v3's form).
 // NOTES: v3's form is ~14 SASS instructions per value, 9 on the ALU pipe (near_midpoint's ~7
 // integer instructions, a branch around each nudge, one cvt per value). The filtered form's
 // quotients, live through the test, took the fused two-head kernel from 96 to 114 registers
-// (sm_90a), so those keep v3's. Tried in v5: the pairs converted before the test and only the
+// (sm_90a), so those keep v3's (rope_pipe_kernel's k stores filtered: 96 -> 101). Tried in v5: the pairs converted before the test and only the
 // flagged values corrected in a second pass (quotients recomputed there): sm_80's 16-byte
 // kv_write_kernel spilled 8-12 bytes under its 64-register bound. Before the 2^64 residual scale,
 // scales near 2^-127 (e.g. f32 bits 0x003C3C3C) wrote the code below the exact quotient's for a
@@ -365,30 +365,56 @@ __device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int 
   }
 }
 
+// Head h of token t, its column's 2P elements e as loaded (pairs as in rotate_column): rotated by
+// (c, s) when `rotate`, stored back, and for a k head of a token with a slot (kCache) sent to the
+// cache (k_scale: an fp8 cache's scale as loaded).
+template <class S, int VEC, bool kNeox, bool kCache = true>
+__device__ __forceinline__ void finish_head(const RopeParams& p, int64_t t, int h, int64_t i0, typename S::Raw* e,
+                                            bool rotate, const float* c, const float* s,
+                                            const Loaded<int64_t>& slot_loaded,
+                                            const Loaded<float>& k_scale TEJAS_CALLER_PARAM) {
+  using Raw = typename S::Raw;
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
+  constexpr int kAccesses = 2 * P / kLoad;
+  Raw* x = head_row<Raw>(p, t, h);
+  #pragma unroll
+  for (int j = 0; j < P && rotate; ++j) {
+    const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
+    const float xa = S::to_f32(e[ia]), xb = S::to_f32(e[ib]);
+    e[ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));
+    e[ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
+  }
+  #pragma unroll
+  for (int a = 0; a < kAccesses; ++a)
+    store_vec<kLoad>(x + access_offset<kNeox, kLoad>(p, i0, a), e + a * kLoad TEJAS_NESTED_SITE);
+  if (!kCache || h < p.Hq) return;
+  const int64_t slot = slot_at(p, slot_loaded);
+  if (slot < 0) return;
+  const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
+  #pragma unroll
+  for (int a = 0; a < kAccesses; ++a)
+    store_cache<S, kLoad>(p, p.k_cache, at + access_offset<kNeox, kLoad>(p, i0, a), k_scale,
+                          e + a * kLoad TEJAS_NESTED_SITE);
+}
+
 // Rotation column `col` of every q and k head this thread walks; k rows also go to the cache
 // when the token has a slot. kHeads: heads whose loads a thread issues together before it waits
 // (lanes walk h = lane, lane + head_lanes, ... kHeads at a time): kHeads x 2P elements in flight
 // per thread after the position and cos/sin trips.
 // staged: the first step's heads are in this thread's slots (stage_heads), not to be loaded.
-// rope_pipe_kernel's use: kPending cp.async groups may stay in flight when the slots are read
-// (the next token's), head0 is the slots' first head index (the stage), pos_in the token's
-// position as loaded one token ahead (else loaded here), and kCache = false compiles the cache
-// stores out (rope and mrope only: 10 fewer registers in the two-head kernel, sm_90a).
-template <class S, int VEC, bool kNeox, int kHeads, int kPending = 0, bool kCache = true>
+template <class S, int VEC, bool kNeox, int kHeads>
 __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, int col, int lane,
-                                              const Loaded<int64_t>& slot_loaded, bool staged, int head0 = 0,
-                                              const int64_t* pos_in = nullptr TEJAS_CALLER_PARAM) {
+                                              const Loaded<int64_t>& slot_loaded, bool staged TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
   constexpr int kAccesses = 2 * P / kLoad;
   const int64_t i0 = static_cast<int64_t>(col) * P;
   const int heads = static_cast<int>(p.Hq + p.Hk);
-  const auto offset = [&](int a) { return access_offset<kNeox, kLoad>(p, i0, a); };
-  const int row = position_row(p, i0);
-  const int64_t pos = pos_in != nullptr ? *pos_in : load_position(p, row, t TEJAS_NESTED_SITE);
+  const int64_t pos = load_position(p, position_row(p, i0), t TEJAS_NESTED_SITE);
   Loaded<float> k_scale;  // arrives with the position
-  if constexpr (kCache) load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
+  load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
   const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
   float c[P], s[P];
   if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
@@ -401,13 +427,13 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     if constexpr (kStageable) from_slots = staged && h0 == lane;
     if (from_slots) {  // the first step: from the slots stage_heads filled
       using W = typename num::AccessWord<kBytes>::type;
-      ptx::cp_async_wait<kPending>();
+      ptx::cp_async_wait<0>();
       #pragma unroll
       for (int i = 0; i < kHeads; ++i) {
         if (h0 + i * p.head_lanes >= heads) break;
         #pragma unroll
         for (int a = 0; a < kAccesses; ++a) {
-          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(head0 + i, a)) TEJAS_NESTED_SITE);
+          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(i, a)) TEJAS_NESTED_SITE);
           memcpy(e[i] + a * kLoad, &w, kBytes);
         }
       }
@@ -418,32 +444,59 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
         if (h >= heads) break;
         const Raw* x = head_row<Raw>(p, t, h);
         #pragma unroll
-        for (int a = 0; a < kAccesses; ++a) load_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
+        for (int a = 0; a < kAccesses; ++a)
+          load_vec<kLoad>(x + access_offset<kNeox, kLoad>(p, i0, a), e[i] + a * kLoad TEJAS_NESTED_SITE);
       }
     }
     #pragma unroll
     for (int i = 0; i < kHeads; ++i) {
       const int h = h0 + i * p.head_lanes;
       if (h >= heads) break;
-      Raw* x = head_row<Raw>(p, t, h);
-      #pragma unroll
-      for (int j = 0; j < P && rotate; ++j) {
-        const int ia = kNeox ? j : 2 * j, ib = kNeox ? P + j : 2 * j + 1;
-        const float xa = S::to_f32(e[i][ia]), xb = S::to_f32(e[i][ib]);
-        e[i][ia] = S::from_f32(fmaf(xa, c[j], -(xb * s[j])));
-        e[i][ib] = S::from_f32(fmaf(xb, c[j], xa * s[j]));
-      }
-      #pragma unroll
-      for (int a = 0; a < kAccesses; ++a) store_vec<kLoad>(x + offset(a), e[i] + a * kLoad TEJAS_NESTED_SITE);
-      if (!kCache || h < p.Hq) continue;
-      const int64_t slot = slot_at(p, slot_loaded);
-      if (slot >= 0) {
-        const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
-        #pragma unroll
-        for (int a = 0; a < kAccesses; ++a)
-          store_cache<S, kLoad>(p, p.k_cache, at + offset(a), k_scale, e[i] + a * kLoad TEJAS_NESTED_SITE);
-      }
+      finish_head<S, VEC, kNeox>(p, t, h, i0, e[i], rotate, c, s, slot_loaded, k_scale TEJAS_NESTED_SITE);
     }
+  }
+}
+
+// rope_pipe_kernel's rotation of column `col` of token t. One head step per thread (config.cpp's
+// pipe_eligible): heads h = lane + i x head_lanes, i < kHeads, from the slots stage_heads filled
+// (the stage's: slot heads head0 ...), one head at a time through the same registers: the loop
+// does not unroll. Unlike rotate_column's loads, these are shared-memory reads with nothing to
+// overlap, so one head's elements are live at a time, not kHeads heads'. NOTES: as
+// rotate_column's staged first step (the heads read together, then finished), the two-head bf16
+// kernel with caches took 112 registers on sm_90a (one 288-thread block per SM; the fp8 k stores
+// of the second head beside the first's), 96 without caches; this loop takes 96 and 78.
+// pos: the token's position, loaded one token ahead; kCache = false compiles the cache stores
+// out (rope and mrope). One cp.async group (the next token's) may stay in flight.
+template <class S, int VEC, bool kNeox, int kHeads, bool kCache>
+__device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, int col, int lane,
+                                              const Loaded<int64_t>& slot_loaded, int head0,
+                                              int64_t pos TEJAS_CALLER_PARAM) {
+  using Raw = typename S::Raw;
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
+  constexpr int kAccesses = 2 * P / kLoad;
+  constexpr int kBytes = kLoad * static_cast<int>(sizeof(Raw));
+  static_assert(kBytes == kMaxAccessBytes, "16-byte staged heads");
+  using W = typename num::AccessWord<kBytes>::type;
+  const int64_t i0 = static_cast<int64_t>(col) * P;
+  const int heads = static_cast<int>(p.Hq + p.Hk);
+  Loaded<float> k_scale;
+  if constexpr (kCache) load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
+  const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
+  float c[P], s[P];
+  if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
+  ptx::cp_async_wait<1>();
+  #pragma unroll 1
+  for (int i = 0; i < kHeads; ++i) {
+    const int h = lane + i * p.head_lanes;
+    if (h >= heads) break;
+    Raw e[2 * P];
+    #pragma unroll
+    for (int a = 0; a < kAccesses; ++a) {
+      const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(head0 + i, a)) TEJAS_NESTED_SITE);
+      memcpy(e + a * kLoad, &w, kBytes);
+    }
+    finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, slot_loaded, k_scale TEJAS_NESTED_SITE);
   }
 }
 
@@ -488,8 +541,9 @@ __device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int loca
 // v rows of token t, copied to the cache by the token's whole group (consecutive threads take
 // consecutive vectors of a row). staged: the thread's first vector is in its v slot (stage_v;
 // kHeads: the head slots before the v slots, stage: which one; kPending: cp.async groups that
-// may stay in flight, as in rotate_column).
-template <class S, int VEC, int kHeads = 0, int kPending = 0>
+// may stay in flight, as in rotate_staged). kFiltered: fp8 codes as kv_write_kernel forms them
+// (cache_codes; rope_pipe_kernel's, whose one-head-at-a-time rotation leaves the registers).
+template <class S, int VEC, int kHeads = 0, int kPending = 0, bool kFiltered = false>
 __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot,
                                        bool staged = false, int stage = 0 TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
@@ -513,7 +567,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
       load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     }
     const int64_t at = cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h);
-    store_cache<S, VEC>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC, kFiltered>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -738,11 +792,11 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     } else {
       ptx::cp_async_commit();  // an empty group: this token's is still the older of two
     }
-    if (p.neox) impl::rotate_column<S, VEC, true, kHeads, 1, kKv>(p, t, col, lane, slot, true, s * kHeads, &pos);
-    else impl::rotate_column<S, VEC, false, kHeads, 1, kKv>(p, t, col, lane, slot, true, s * kHeads, &pos);
+    if (p.neox) impl::rotate_staged<S, VEC, true, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos);
+    else impl::rotate_staged<S, VEC, false, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos);
     if constexpr (kKv) {
       const int64_t at = impl::slot_at(p, slot);
-      if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1>(p, t, local, group, at, v_staged, s);
+      if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1, true>(p, t, local, group, at, v_staged, s);
     }
     pos = pos_next;
     if constexpr (kKv) {

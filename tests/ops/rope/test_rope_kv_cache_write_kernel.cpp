@@ -346,6 +346,52 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
   }
 }
 
+// The pipelined kernel with caches (rope.pipeline=2; D = 16, so 16-byte columns and one head step
+// per thread: eligible), one and two heads per thread (Hq 1, Hk 2: with two, one thread holds two k
+// heads, its second through the loop's second turn), at the fp8 hard cases of the tests above:
+// the double-rounding values at their scale, every bf16 / f16 value at 0.37 and at 1 + 2^-23
+// (two heads), and values on code midpoints at extreme and power-of-two scales (bf16). Its k
+// stores test every value (round_quotient), its v stores filter (near_key) first, as
+// kv_write_kernel's do; positions 0 leave k unrotated; every code the exact quotient's, and every
+// case planned pipelined.
+TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesRoundTheExactQuotient) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (int heads : {1, 2}) {
+    detail::Tune t = ropetest::head_stage(heads);
+    t.rope_pipeline = 2;
+    const detail::ScopedTuneOverride tune(t);
+    for (DType qt : {DType::bf16, DType::f16}) {
+      for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+        const auto run = [&](const KvShape& s, float scale, const char* what, const auto& fill) {
+          SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads << " " << dtype_name(qt) << " -> "
+                                            << dtype_name(cache_dt) << " " << what << " at scale " << scale);
+          KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
+          fill(b);
+          for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
+          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                              RopeStyle::neox, b.slots, b.paged()));
+          EXPECT_TRUE(rotary::last_launch().pipeline) << "planned the pipelined kernel";
+          ropetest::check_caches(b, s);
+        };
+        const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
+        ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
+        const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 31) / 32);
+        run({T, 1, 2, 16, 16, T, 1}, h.scale, "double-rounding values",
+            [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); });
+        if (heads == 2) {
+          for (float scale : {0.37f, 0x1.000002p0f})
+            run({2048, 1, 2, 16, 16, 128, 16}, scale, "every value",
+                [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); });
+        }
+        if (qt != DType::bf16) continue;
+        for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
+          run({16, 1, 2, 16, 16, 2, 16}, scale, "values on midpoints",
+              [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); });
+      }
+    }
+  }
+}
+
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
 TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   TEJAS_SEEDED_TEST_RNG();
