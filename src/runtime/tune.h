@@ -18,6 +18,12 @@
 //                          before. The H200 (2026-11-30, two runs): 0 took 1.415 / 1.420 of the
 //                          time on dequant_fp8_group, 1.553 / 1.556 on dequant_mx, 1.112 on
 //                          quant_mx (rows >= 16 MiB); quant_fp8_group within noise
+//   quant.tie_bias=0..1    quant_fp8_group with f32 scales, bf16 / f16 x, under
+//                          quant.fast_convert=1: version 6 (1, default; the same codes), each
+//                          quotient from 1 / s moved 2^-19 toward the side the group's ties round
+//                          to (refined instead where s = amax / 448 exactly): no per-value
+//                          midpoint test and no near-midpoint branch (quant_math.h); 0 = version
+//                          5. Not measured on GPU
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -136,6 +142,7 @@ struct Tune {
   int quant_max_steps = 4;
   int quant_max_grid = 0;
   int quant_fast_convert = 1;
+  int quant_tie_bias = 1;
   int dequant_steps = 2;
   int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;

@@ -69,6 +69,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.steps = c.chunks == 1 ? std::clamp(p.max_steps, 1, kMaxChunks) : 1;
       c.groups_per_warp = kWarp / lanes;
       c.fast_convert = p.fast_convert && (p.code_bits == 4 || p.f32_scales);
+      c.tie_bias = c.fast_convert && p.tie_bias && p.f32_scales && p.x_bytes == 2;
       c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block), p.max_grid);
       return c;
     }
@@ -101,7 +102,7 @@ std::string QuantConfig::to_string() const {
   std::ostringstream os;
   if (vectorized) {
     os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, " << steps
-       << " tiles/step, " << (fast_convert ? "fast conversion, " : "");
+       << " tiles/step, " << (fast_convert ? "fast conversion, " : "") << (tie_bias ? "tie bias, " : "");
   } else {
     os << "generic (warp per group, " << elems_per_lane << " elems per lane), ";
   }

@@ -48,6 +48,7 @@ struct QuantProblem {
   int max_grid = 0;  // > 0: at most this many blocks (TEJAS_TUNE quant.max_grid); 0: kMaxGrid
   bool f32_scales = false;   // the fp8_f32 rule (divisors that are not powers of two)
   bool fast_convert = true;  // TEJAS_TUNE quant.fast_convert: allow the version 5 conversions
+  bool tie_bias = true;      // TEJAS_TUNE quant.tie_bias: allow version 6 (with fast_convert)
 };
 
 struct QuantConfig {
@@ -64,6 +65,10 @@ struct QuantConfig {
   // MX scales, else through bf16 rounded to odd) rather than element by element in f32, and the
   // inexact rules' (nvfp4, fp8 f32 scales) near-midpoint chunks found by num::near_key.
   bool fast_convert = false;
+  // Version 6 (vectorized, fp8 f32 scales, 16-bit x, with fast_convert): each quotient from a
+  // per-group biased 1 / s (quant_math.h's tie_bias), no near-midpoint test; groups below the
+  // amax clamp keep version 5's.
+  bool tie_bias = false;
   int64_t grid = 1;
   std::string to_string() const;
 };

@@ -264,8 +264,16 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
   return num::half2_to_e2m1_lanes<X>(v);
 }
 
-// kFast: version 5 (config.fast_convert; e2m1 codes, or the fp8_f32 rule).
-template <class X, CodeFormat F, ScaleRule R, bool kFast = false>
+// kFast: version 5 (config.fast_convert; e2m1 codes, or the fp8_f32 rule). kTieBias: version 6
+// (config.tie_bias; the fp8_f32 rule for 16-bit x, with kFast): the codes of x / s from
+// quant_math.h's tie_biased_quotient, no near-midpoint test (below the amax clamp too: checked
+// on every bf16 value there, QuantMath.TieBiasBelowTheClamp). NOTES: version 5's filter (num::near_key) passes code values
+// too, so the group's largest element (x / s ~ 448) alone sent most chunks into the correction
+// branch: a host simulation of random normal bf16 data, group 128 (8 groups per warp, 4 chunks
+// per lane) had some lane of the warp take it in 99.8 % of chunk steps (61.6 % with
+// near_midpoint, which tells midpoints from code values: groups with s = amax / 448 exactly, and
+// the ties of q0 = 448 x / amax that rho moves by 2^-24, quant_math.h).
+template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
@@ -283,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   constexpr bool kInexact = R == ScaleRule::fp8_f32 || R == ScaleRule::nvfp4;
   static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
   static_assert(!kFast || F == CodeFormat::e2m1 || R == ScaleRule::fp8_f32, "version 5: e2m1, or fp8 f32 scales");
+  static_assert(!kTieBias || (kFast && R == ScaleRule::fp8_f32 && sizeof(S) == 2), "version 6: fp8 f32 scales, 16-bit x");
   // e2m1 codes: 16-bit x with MX scales: x * 2^-e and its codes as packed 16-bit pairs; the
   // other e2m1 kernels: the f32 values x * (1 / D) (nudged off midpoints), converted in pairs
   // through bf16 rounded to odd (num::f32x2_to_e2m1_lanes). The inexact rules (nvfp4, fp8_f32):
@@ -354,7 +363,11 @@ TEJAS_QUANT_UNROLL
       for (int off = L / 2; off > 0; off >>= 1) bits = Abs::umax(bits, __shfl_xor_sync(kFullMask, bits, off));
       if (!active) return;
       const bool nan = bits > Abs::kInf;
-      GroupScale gs = group_scale<F>(R, Abs::amax(bits), nan, ts, inv_6ts);
+      const float amax = Abs::amax(bits);
+      GroupScale gs = group_scale<F>(R, amax, nan, ts, inv_6ts);
+      // Version 6: the group's biased reciprocal (unused for NaN groups, whose codes are replaced).
+      [[maybe_unused]] TieBias tb;
+      if constexpr (kTieBias) tb = tie_bias(amax, __uint_as_float(gs.bits), gs.inv);
       if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, R, gs.bits);
       if (gs.zero) gs.inv = 0.0f;  // nvfp4 block scale 0: codes +0 (replaced below), no Inf * 0
       if constexpr (kClampInf) {
@@ -387,7 +400,11 @@ TEJAS_QUANT_UNROLL
         memcpy(e, &raw[tile + c], sizeof(e));
         float t[kVec];
         [[maybe_unused]] bool near = false;
-        if constexpr (kFast && kInexact) {
+        if constexpr (kTieBias) {
+          // fp8_f32 from 16-bit x, version 6: every quotient on its tie's side, no test.
+TEJAS_QUANT_UNROLL
+          for (int i = 0; i < kVec; ++i) t[i] = tie_biased_quotient(X::to_f32(e[i]), tb);
+        } else if constexpr (kFast && kInexact) {
           // nvfp4 and fp8_f32, version 5: the wider, cheaper filter (num::near_key) for the
           // chunk's branch.
           uint32_t key = ~0u;
@@ -406,13 +423,14 @@ TEJAS_QUANT_UNROLL
           }
         }
         // NOTES: a branch around the whole chunk, taken by some lane of a warp in 61 % of fp8-group
-        // chunks of random normal bf16 data (groups whose f32 scale amax / 448 is exact, amax a
-        // multiple of 7, hold true ties) and in 99 % of nvfp4 chunks when tensor_scale is a power
+        // chunks of random normal bf16 data with near_midpoint (groups whose f32 scale amax / 448
+        // is exact, amax a multiple of 7, hold true ties), 99.8 % with near_key (version 6, above,
+        // has none for 16-bit x), and in 99 % of nvfp4 chunks when tensor_scale is a power
         // of two (1.0), but in none of 20,000 warps with a production-like tensor_scale (host
         // simulation). Without the branch (every element paying for the correction) the nvfp4
         // chunk took about 285 SASS instructions (sm_90a, bf16) against 187, or 332 with the
         // branch taken, so the branch stays.
-        if constexpr (kInexact) {
+        if constexpr (kInexact && !kTieBias) {
           if (near) {
 TEJAS_QUANT_UNROLL
             for (int i = 0; i < kVec; ++i)

@@ -17,7 +17,7 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast) {
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
   if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
@@ -25,20 +25,25 @@ QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool
   if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
                                                  : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
   switch (rule) {
-    case ScaleRule::fp8_f32: return fast ? quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true>
-                                         : quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
+    case ScaleRule::fp8_f32:
+      if constexpr (sizeof(typename X::Raw) == 2) {
+        if (fast && tie_bias) return quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true, true>;
+      }
+      return fast ? quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true> : quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
     case ScaleRule::fp8_ue8m0: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_ue8m0>;
     default: return quant_vec_kernel<X, e4m3, ScaleRule::mx>;
   }
 }
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
-// fast (the config's fast_convert): version 5, for e2m1 codes and the fp8_f32 rule.
-inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool fast) {
+// fast (the config's fast_convert): version 5, for e2m1 codes and the fp8_f32 rule; tie_bias (the
+// config's): version 6, for the fp8_f32 rule with 16-bit x.
+inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool fast,
+                                       bool tie_bias) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast);
-    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast);
-    default: return quant_kernel_for<F32>(f, rule, vectorized, fast);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast, tie_bias);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast, tie_bias);
+    default: return quant_kernel_for<F32>(f, rule, vectorized, fast, tie_bias);
   }
 }
 
@@ -73,7 +78,8 @@ inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectori
 inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_launch(plan, i); }
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
 inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
-  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert);
+  return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert,
+                             l.config.tie_bias);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
   return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert,

@@ -180,6 +180,7 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.max_grid = detail::tune().quant_max_grid;
   prob.f32_scales = plan.rule == ScaleRule::fp8_f32;
   prob.fast_convert = detail::tune().quant_fast_convert != 0;
+  prob.tie_bias = detail::tune().quant_tie_bias != 0;
   l.config = make_quant_config(prob);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;

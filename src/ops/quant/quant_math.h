@@ -66,4 +66,52 @@ __host__ __device__ inline float mul_round_odd(float a, float b) {
   return bits_f32(bits | 1u);
 }
 
+// Version 6 of the fp8 f32-scale rule for 16-bit x (bf16, f16): x / s without a per-value
+// midpoint test. s = RN(amax / 448); q = x / s = q0 * rho with q0 = 448 x / amax and rho =
+// (amax / 448) / s, within 2^-24 of 1 and the same for the whole group.
+// - q0 is a ratio of small integers: x and amax have 8 (bf16) or 11 (f16) significant bits and
+//   448 = 7 x 2^6, so a q0 that is not an e4m3 midpoint (5 significant bits) lies at least
+//   1 / (31 x 2047) ~ 2^-16 (relative) from every midpoint (2^-13 for bf16).
+// - So when rho = 1 (s exact: amax a multiple of 7 in its last bits), q's only near-midpoint
+//   values are exact ties, which the conversion's round-to-nearest-even decides once the
+//   quotient is correctly rounded: t + (x - t s) / s, one refinement of t = x * (1 / s).
+// - When rho != 1, the exact ties of q0 move with rho, all one way: away from zero when
+//   rho > 1 (amax - 448 s > 0), toward it otherwise. Multiplying by 1 / s moved 2^-19 that way
+//   puts each such t on its tie's correct side (rho and three roundings move it by at most
+//   ~2^-22), and moves every other t by far less than its 2^-16 to a midpoint.
+// Groups below the amax clamp (kFp8MinAmax = 1e-10, the fixed scale s = RN(1e-10 / 448)) are no
+// such ratio, but no 16-bit x there lies within 2^-18 of a midpoint (f16 has only zeros there;
+// every bf16 value was checked), so the bias rounds them right too.
+// docs/kernels/quant_fp8_group.md (version 6) has the argument; tests/ops/quant/
+// test_quant_config.cpp checks it against long double on every pair of bf16 significands, and
+// every bf16 value below the clamp.
+struct TieBias {
+  float inv = 1.0f;  // 1 / s, moved 2^-19 toward the side the group's ties round to (rho != 1)
+  float s = 1.0f;
+  float k = 0.0f;    // the refinement's 1 / s (rho = 1), else 0
+};
+// amax: the group's largest |x| (>= kFp8MinAmax); s = RN(amax / 448); inv = RN(1 / s).
+__host__ __device__ inline TieBias tie_bias(float amax, float s, float inv) {
+  constexpr float kE4m3Max = CodeTraits<CodeFormat::e4m3>::kMax;
+  constexpr float kBias = 0x1p-19f;
+  TieBias b;
+  b.s = s;
+  const float res = fmaf(-s, kE4m3Max, amax);  // amax - 448 s, its sign exact (one rounding)
+  if (res == 0.0f) {
+    b.inv = inv;
+    b.k = inv;
+  } else {
+    b.inv = fmaf(inv, res > 0.0f ? kBias : -kBias, inv);
+  }
+  return b;
+}
+// The quotient whose e4m3 conversion (round to nearest even, saturating) is sat_rne(x / s): two
+// fmas after the product, on the FMA pipe; the refinement's term is zero when rho != 1. Written
+// so that -0 stays -0: t s - x is +0 for x = +-0, and (+0) x (-k) is -0.
+__host__ __device__ inline float tie_biased_quotient(float x, const TieBias& b) {
+  const float t = x * b.inv;
+  const float rn = fmaf(t, b.s, -x);  // t s - x
+  return fmaf(rn, -b.k, t);
+}
+
 }  // namespace tejas::quant_kernel

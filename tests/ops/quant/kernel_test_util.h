@@ -242,15 +242,17 @@ void run_tuned_variants(Quant quant, Dequant dequant) {
     with((std::string("quant.max_chunks=") + std::to_string(n)).c_str(), chunks, quant);
     with((std::string("quant.max_steps=") + std::to_string(n)).c_str(), steps, quant);
   }
-  detail::Tune v1, dequant1, one_block, unpacked;
+  detail::Tune v1, dequant1, one_block, unpacked, no_tie_bias;
   v1.quant_max_chunks = v1.quant_max_steps = 1;
   dequant1.dequant_steps = 1;
   one_block.quant_max_grid = 1;
   unpacked.quant_fast_convert = 0;
+  no_tie_bias.quant_tie_bias = 0;
   with("quant.max_chunks=1,quant.max_steps=1", v1, quant);
   with("dequant.steps=1", dequant1, dequant);
   with("quant.fast_convert=0", unpacked, quant);
   with("quant.fast_convert=0", unpacked, dequant);
+  with("quant.tie_bias=0", no_tie_bias, quant);
   with("quant.max_grid=1", one_block, quant);
   with("quant.max_grid=1", one_block, dequant);
 }

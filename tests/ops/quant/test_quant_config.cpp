@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "device/numeric/storage.h"
 #include "ops/common/independent_fp.h"
 #include "ops/quant/config.h"
 #include "ops/quant/quant_math.h"
@@ -208,6 +209,31 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   c = make_dequant_config(p);
   EXPECT_FALSE(c.vectorized);
   EXPECT_EQ(c.vec, 2);
+}
+
+// TEJAS_TUNE quant.tie_bias (version 6): vectorized quant with f32 scales (fp8) and 16-bit x,
+// under fast_convert; nothing else.
+TEST(QuantConfig, TieBiasWhereItApplies) {
+  for (int x_bytes : {2, 4}) {
+    for (int code_bits : {4, 8}) {
+      for (bool f32_scales : {true, false}) {
+        for (bool fast : {true, false}) {
+          for (bool allow : {true, false}) {
+            QuantProblem p = quant_problem(x_bytes, code_bits, 4, 1024, 128);
+            p.fast_convert = fast;
+            p.tie_bias = allow;
+            p.f32_scales = f32_scales && code_bits == 8;
+            const QuantConfig c = make_quant_config(p);
+            EXPECT_EQ(c.tie_bias, x_bytes == 2 && p.f32_scales && fast && allow)
+                << x_bytes << " " << code_bits << " " << f32_scales << " " << fast << " " << allow;
+            EXPECT_EQ(c.to_string().find("tie bias") != std::string::npos, c.tie_bias);
+            p.x_align = 4;  // generic path: never
+            EXPECT_FALSE(make_quant_config(p).tie_bias);
+          }
+        }
+      }
+    }
+  }
 }
 
 // TEJAS_TUNE quant.fast_convert: quant (version 5): vectorized, e2m1 codes (any x, any rule) or
@@ -424,4 +450,100 @@ TEST(QuantMath, Ue8m0CeilAndMxExponent) {
   EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(std::ldexp(1.0f, -126)), -127);  // -128 clamped
   EXPECT_EQ(mx_scale_exponent<CodeFormat::e2m1>(std::ldexp(1.0f, -124)), -126);
   EXPECT_EQ(mx_scale_exponent<CodeFormat::e4m3>(3.4e38f), 119);
+}
+
+namespace {
+
+// Version 6's tie bias (quant_math.h: tie_bias, tie_biased_quotient), the fp8 f32-scale rule for
+// 16-bit x without a per-value midpoint test, against the nearest e4m3 code of x / s in long
+// double (ties to even, saturating): amax over every significand of the format (bf16: 2^7,
+// f16: 2^10, of which every `amax_stride`-th) in each of `amax_exps`' binades, and x over every
+// significand (every `x_stride`-th) at each binade from amax's down to 21 below it (q down to
+// 2^-12: below e4m3's smallest step, 2^-9), both signs, only x <= amax. Both kinds of group
+// occur (s = amax / 448 exactly: amax's significand a multiple of 7), and every e4m3 midpoint
+// is hit exactly by some q0 = 448 x / amax. Returns the exact groups seen.
+template <class S>
+int64_t tie_bias_sweep(int mant_bits, std::initializer_list<int> amax_exps, int amax_stride, int x_stride) {
+  constexpr float kE4m3Max = CodeTraits<CodeFormat::e4m3>::kMax;
+  const int top = 1 << mant_bits;
+  int64_t bad = 0, exact_groups = 0;
+  for (int ea : amax_exps) {
+    for (int am = top; am < 2 * top; am += amax_stride) {
+      const float amax = std::ldexp(static_cast<float>(am), ea - mant_bits);
+      EXPECT_EQ(S::to_f32(S::from_f32(amax)), amax) << "amax is a value of the format";
+      const float s = amax / kE4m3Max, inv = 1.0f / s;
+      const TieBias tb = tie_bias(amax, s, inv);
+      exact_groups += tb.k != 0.0f;
+      for (int d = 0; d <= 21; ++d) {
+        for (int xm = top; xm < 2 * top; xm += x_stride) {
+          const float v = S::to_f32(S::from_f32(std::ldexp(static_cast<float>(xm), ea - d - mant_bits)));
+          if (v > amax) continue;
+          for (float x : {v, -v}) {
+            const uint64_t want = fp::nearest_code(DType::e4m3, static_cast<long double>(x) / s);
+            const uint8_t got = CodeTraits<CodeFormat::e4m3>::encode(tie_biased_quotient(x, tb));
+            if (got != want && bad++ < 5)
+              ADD_FAILURE() << "amax " << amax << " x " << x << " s " << s << (tb.k != 0.0f ? " (exact)" : "")
+                            << ": got 0x" << std::hex << int{got} << " want 0x" << want;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  return exact_groups;
+}
+
+}  // namespace
+
+// Below the amax clamp the scale is fixed (kFp8MinScale); every bf16 value there, against every
+// bias direction an amax below the clamp gives, rounds as x / s does.
+TEST(QuantMath, TieBiasBelowTheClamp) {
+  const float s = static_cast<float>(kFp8MinAmax / 448.0), inv = 1.0f / s;
+  bool up = false, down = false, exact = false;
+  for (uint32_t b = 0; b < 0x7F80u; ++b) {  // positive bf16 values, ascending
+    const float amax = num::Bf16::to_f32(static_cast<uint16_t>(b));
+    if (!(static_cast<double>(amax) < kFp8MinAmax)) break;
+    const TieBias tb = tie_bias(amax, s, inv);
+    exact |= tb.k != 0.0f;
+    (tb.inv > inv ? up : down) = true;
+  }
+  EXPECT_FALSE(exact) << "no s exact below the clamp";
+  int64_t bad = 0, n = 0;
+  for (bool dir_up : {true, false}) {
+    // Both directions, whichever occur: a stand-in amax gives each (only the sign of amax - 448 s
+    // matters).
+    const TieBias tb = tie_bias(dir_up ? std::nextafter(448.0f * s, 1.0f) * 1.0000005f : 0.0f, s, inv);
+    for (uint32_t b = 0; b < 0x7F80u; ++b) {
+      const float v = num::Bf16::to_f32(static_cast<uint16_t>(b));
+      if (!(static_cast<double>(v) < kFp8MinAmax)) break;
+      for (float x : {v, -v}) {
+        ++n;
+        const uint64_t want = fp::nearest_code(DType::e4m3, static_cast<long double>(x) / s);
+        const uint8_t got = CodeTraits<CodeFormat::e4m3>::encode(tie_biased_quotient(x, tb));
+        if (got != want && bad++ < 5) ADD_FAILURE() << "x " << x << " got 0x" << std::hex << int{got} << " want 0x" << want;
+      }
+    }
+  }
+  EXPECT_TRUE(down) << "amax below the clamp: amax - 448 s < 0";
+  EXPECT_FALSE(up) << "no bf16 value between 448 s and the clamp";
+  EXPECT_GT(n, 20000);
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(QuantMath, TieBiasRoundsAsTheExactQuotient) {
+  // bf16: every pair of significands, amax from just above the clamp (1e-10) to the format's top.
+  const int64_t bf16_exact = tie_bias_sweep<num::Bf16>(7, {-33, -1, 0, 9, 60, 127}, 1, 1);
+  EXPECT_GT(bf16_exact, 0) << "some s exact";
+  EXPECT_LT(bf16_exact, 6 * 128) << "some s inexact";
+  // f16: every amax significand, x's every 5th (an odd stride: each residue class mod 7 among
+  // them), amax up to the format's top.
+  const int64_t f16_exact = tie_bias_sweep<num::F16>(10, {-2, 0, 15}, 1, 5);
+  EXPECT_GT(f16_exact, 0);
+  // Zeros keep their sign (quant.h: -0 -> 0x80), in both kinds of group.
+  for (float amax : {7.0f, 3.0f}) {
+    const float s = amax / 448.0f;
+    const TieBias tb = tie_bias(amax, s, 1.0f / s);
+    EXPECT_EQ(CodeTraits<CodeFormat::e4m3>::encode(tie_biased_quotient(-0.0f, tb)), 0x80) << "amax " << amax;
+    EXPECT_EQ(CodeTraits<CodeFormat::e4m3>::encode(tie_biased_quotient(0.0f, tb)), 0x00) << "amax " << amax;
+  }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check/cuda_mem.h"
+#include "ops/quant/launch_plan.h"
 #include "ops/quant/kernel_test_util.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -208,6 +209,67 @@ TEST(QuantFp8GroupKernel, NearTiesRoundExactly) {
   near_ties_round_exactly(rng);
 }
 
+// Whether the long double q is an e4m3 rounding midpoint below 448 (q > 0), checked exactly:
+// 448 x == m amax in long double (products of 11-bit significands).
+bool ideal_tie(long double x, long double amax) {
+  const long double q = 448.0L * x / amax;
+  if (!(q > 0.0L) || q >= 448.0L) return false;
+  const long double step = std::ldexp(1.0L, std::max(std::ilogb(q), -6) - 3);
+  const long double m = (std::floor(q / step) + 0.5L) * step;
+  return 448.0L * x == m * amax;
+}
+
+// 16-bit x whose ideal quotients q0 = 448 x / amax are exact e4m3 midpoints: version 6's hard
+// case (quant_math.h: s = RN(amax / 448) moves them off the midpoint all one way per group; s
+// exact leaves them ties). Each group's amax (random sign) has a significand that is a multiple
+// of 7 (s exact) in every other group, not in the others, among those with at least 8 such x
+// (found by enumerating x's significands over 13 binades below amax); every other element is one
+// of them, either sign. bf16 and f16; the default (version 6) and, under
+// TunedVariantsMatchReference, every variant.
+void ideal_ties_round_exactly(check::Rng& rng) {
+  for (DType xd : {DType::bf16, DType::f16}) {
+    const int mb = xd == DType::bf16 ? 7 : 10;  // significand bits after the leading one
+    constexpr int64_t kRows = 6, kGroupsPerRow = 4;
+    const QuantCase c{xd, DType::f32, {kRows, kGroupsPerRow * kGroup}};
+    PlacedTensor x(xd, c.shape);
+    for (int64_t g = 0; g < kRows * kGroupsPerRow; ++g) {
+      const int ea = static_cast<int>(rng.randint(-1, 10));  // f16: every x below stays normal
+      long double amax = 0.0L;
+      std::vector<long double> ties;
+      while (ties.size() < 8) {
+        const int am = static_cast<int>(rng.randint(1 << mb, (2 << mb) - 1));
+        if ((am % 7 == 0) != (g % 2 == 0)) continue;
+        amax = std::ldexp(static_cast<long double>(am), ea - mb);
+        ties.clear();
+        for (int d = 0; d <= 12; ++d)
+          for (int xm = 1 << mb; xm < (2 << mb); ++xm) {
+            const long double v = std::ldexp(static_cast<long double>(xm), ea - d - mb);
+            if (v <= amax && ideal_tie(v, amax)) ties.push_back(v);
+          }
+      }
+      x.set(g * kGroup, static_cast<double>(rng.randint(0, 1) ? amax : -amax));
+      for (int64_t k = 1; k < kGroup; ++k) {
+        const long double v = ties[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(ties.size()) - 1))];
+        x.set(g * kGroup + k, static_cast<double>(rng.randint(0, 1) ? v : -v));
+      }
+    }
+    SCOPED_TRACE(dtype_name(xd));
+    check_quant(c, x);
+  }
+}
+
+TEST(QuantFp8GroupKernel, IdealTiesRoundExactly) {
+  TEJAS_SEEDED_TEST_RNG();
+  ideal_ties_round_exactly(rng);
+  // The plan takes version 6 for 16-bit x with f32 scales (quant.tie_bias=1, the default).
+  for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
+    PlacedTensor x(xd, {2, 256}), q(DType::e4m3, {2, 256}), s(DType::f32, {2, 2});
+    const quant_kernel::QuantPlan plan =
+        quant_kernel::plan_quant(x, q, s, TensorView{}, kGroup, quant_kernel::ScaleRule::fp8_f32);
+    EXPECT_EQ(quant_kernel::quant_launch(plan, 0).config.tie_bias, xd != DType::f32) << dtype_name(xd);
+  }
+}
+
 TEST(QuantFp8GroupKernel, CountersAtTheIdeal) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t M = 4, K = 1024;
@@ -308,6 +370,7 @@ TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants 
     quant_random_shapes(rng);
     other_group_sizes(rng);
     near_ties_round_exactly(rng);  // quant.fast_convert=0: near_midpoint's own tie handling
+    ideal_ties_round_exactly(rng);  // quant.tie_bias=0: version 5 on them
   };
   run_tuned_variants(quant, [&] {
     dequant_random_shapes(rng);
