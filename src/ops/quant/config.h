@@ -66,8 +66,8 @@ struct QuantConfig {
   // inexact rules' (nvfp4, fp8 f32 scales) near-midpoint chunks found by num::near_key.
   bool fast_convert = false;
   // Version 6 (vectorized, fp8 f32 scales, 16-bit x, with fast_convert): each quotient from a
-  // per-group biased 1 / s (quant_math.h's tie_bias), no near-midpoint test; groups below the
-  // amax clamp keep version 5's.
+  // per-group biased 1 / s (quant_math.h's tie_bias), no near-midpoint test, in every group
+  // (below the amax clamp too).
   bool tie_bias = false;
   int64_t grid = 1;
   std::string to_string() const;

@@ -71,14 +71,14 @@ __host__ __device__ inline float mul_round_odd(float a, float b) {
 // (amax / 448) / s, within 2^-24 of 1 and the same for the whole group.
 // - q0 is a ratio of small integers: x and amax have 8 (bf16) or 11 (f16) significant bits and
 //   448 = 7 x 2^6, so a q0 that is not an e4m3 midpoint (5 significant bits) lies at least
-//   1 / (31 x 2047) ~ 2^-16 (relative) from every midpoint (2^-13 for bf16).
+//   1 / (31 x 2047) ~ 2^-15.95 (relative) from every midpoint (bf16: 1 / (31 x 255) ~ 2^-12.95).
 // - So when rho = 1 (s exact: amax a multiple of 7 in its last bits), q's only near-midpoint
 //   values are exact ties, which the conversion's round-to-nearest-even decides once the
 //   quotient is correctly rounded: t + (x - t s) / s, one refinement of t = x * (1 / s).
 // - When rho != 1, the exact ties of q0 move with rho, all one way: away from zero when
 //   rho > 1 (amax - 448 s > 0), toward it otherwise. Multiplying by 1 / s moved 2^-19 that way
 //   puts each such t on its tie's correct side (rho and three roundings move it by at most
-//   ~2^-22), and moves every other t by far less than its 2^-16 to a midpoint.
+//   ~2^-22), and moves every other t by far less than its 2^-15.95 to a midpoint.
 // Groups below the amax clamp (kFp8MinAmax = 1e-10, the fixed scale s = RN(1e-10 / 448)) are no
 // such ratio, but no 16-bit x there lies within 2^-18 of a midpoint (f16 has only zeros there;
 // every bf16 value was checked), so the bias rounds them right too.
@@ -90,7 +90,8 @@ struct TieBias {
   float s = 1.0f;
   float k = 0.0f;    // the refinement's 1 / s (rho = 1), else 0
 };
-// amax: the group's largest |x| (>= kFp8MinAmax); s = RN(amax / 448); inv = RN(1 / s).
+// amax: the group's largest |x| (0 and values below kFp8MinAmax too: there s is the clamp's
+// fixed scale, amax - 448 s < 0 and only that sign is used); s: the group's scale; inv = RN(1 / s).
 __host__ __device__ inline TieBias tie_bias(float amax, float s, float inv) {
   constexpr float kE4m3Max = CodeTraits<CodeFormat::e4m3>::kMax;
   constexpr float kBias = 0x1p-19f;
