@@ -39,6 +39,7 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"quant.max_steps", &Tune::quant_max_steps, 4, 1, 5, "1..4"},
       {"quant.max_grid", &Tune::quant_max_grid, 0, 528, 1000, "0..999"},
       {"quant.fast_convert", &Tune::quant_fast_convert, 1, 0, 2, "0..1"},
+      {"quant.tie_bias", &Tune::quant_tie_bias, 1, 0, 2, "0..1"},
       {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 1, 1000, "0..999"},
       {"activation.steps", &Tune::activation_steps, 1, 4, 5, "1..4"},
       {"activation.pipeline", &Tune::activation_pipeline, 0, 2, 3, "0..2"},
@@ -53,7 +54,7 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
-      {"rope.pipeline", &Tune::rope_pipeline, 1, 2, 3, "0..2"},
+      {"rope.pipeline", &Tune::rope_pipeline, 1, 3, 4, "0..3"},
   };
   for (const KeyCase& k : cases) {
     SCOPED_TRACE(k.key);

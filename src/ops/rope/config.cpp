@@ -94,6 +94,11 @@ bool pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
          int64_t{c.head_lanes} * c.heads_in_flight >= p.Hq + p.Hk;
 }
 
+bool kv_pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
+  return p.Hq == 0 && c.rot_cols == 0 && p.kv_cache_elem_bytes > 0 && p.elem_bytes == 2 &&
+         c.vec * p.elem_bytes == kMaxAccessBytes && int64_t{c.col_threads} * c.head_lanes == p.Hk * (p.D / c.vec);
+}
+
 int64_t pipe_blocks(const RopeConfig& c, int64_t resident) { return std::clamp<int64_t>(resident, 1, c.blocks); }
 
 std::string to_string(const RopeProblem& p) {

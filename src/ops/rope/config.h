@@ -76,6 +76,10 @@ int64_t head_stage_smem_bytes(const RopeConfig& c, int elem_bytes, bool interlea
 // x head_lanes), so its slots hold all its work for a token; with a KV cache (16-bit q), no k
 // tail columns (rotary == D).
 bool pipe_eligible(const RopeProblem& p, const RopeConfig& c);
+// kv_cache_write's pipelined kernel (rope.pipeline=3; kernel.cuh's kv_pipe_kernel): no rotary
+// columns, 16-bit k and v in 16-byte vectors, and one k and one v vector per thread (a token's
+// group is its Hk x D / vec vectors: kv_write_kernel's fast path).
+bool kv_pipe_eligible(const RopeProblem& p, const RopeConfig& c);
 // Its persistent grid: the config's blocks, at most the CTAs resident at once (> 0).
 int64_t pipe_blocks(const RopeConfig& c, int64_t resident);
 

@@ -667,6 +667,76 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
   }
 }
 
+// The rope.pipeline=3 variant of kv_cache_write (TEJAS_TUNE; config.cpp's kv_pipe_eligible:
+// 16-byte vectors, and a token's group of one k and one v vector per thread, kv_write_kernel's
+// fast path): a persistent grid whose token groups walk tokens t, t + step, ... (step = gridDim.x
+// x tokens_per_block), as rope_pipe_kernel's do. While a thread converts and stores token t's
+// vectors from its slots (stage s), token t + step's are already on their way into the other
+// stage's (cp.async, one commit group per token) and its slot into a register: kv_write_kernel's
+// threads load, wait, store and exit, so an SM's loads are out only for part of each block's
+// life (the bf16-cache rows measured 69-75 % of the copy floor with 8-16 kv heads, 39-52 % for the
+// TP-sharded 1-2). Slots: [stage][k, v][thread] 16 bytes, read back only by the thread that copied
+// them, ordered by the waits (no barrier); a stage is refilled (the token after next) only after
+// this thread's ld.shared of it, in program order. Skipped tokens' rows are read too, as in
+// kv_write_kernel. Launch bounds as kv_write_kernel's.
+template <class S, int VEC>
+__global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const RopeParams p) {
+  using Raw = typename S::Raw;
+  static_assert(VEC * sizeof(Raw) == kMaxAccessBytes, "16-byte k and v vectors");
+  using W = typename num::AccessWord<kMaxAccessBytes>::type;
+  int token, local;
+  impl::group_position(p, token, local);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
+  if (t >= p.T) return;  // no barriers below
+  // The thread's k and v vector (group == Hk x D / VEC: each vector of a row once).
+  int64_t h, d0;
+  impl::row_vector<VEC>(p, local, h, d0);
+  const Raw* k_src = static_cast<const Raw*>(p.k) + h * p.k_head + d0;
+  const Raw* v_src = static_cast<const Raw*>(p.v) + h * p.v_head + d0;
+  const auto slot_of = [&](int st, int which) {  // which: 0 k, 1 v
+    return dev::dynamic_smem<unsigned char>() +
+           ((static_cast<int64_t>(st) * 2 + which) * blockDim.x + threadIdx.x) * kMaxAccessBytes;
+  };
+  const auto issue = [&](int64_t tok, int st) {
+    const int64_t at = ptx::mov_opaque(tok);
+    ptx::cp_async_16(slot_of(st, 0), k_src + at * p.k_tok);
+    ptx::cp_async_16(slot_of(st, 1), v_src + at * p.v_tok);
+    ptx::cp_async_commit();
+  };
+  issue(t, 0);
+  Loaded<int64_t> slot;
+  impl::load_slot(p, t, slot);
+  Loaded<float> k_scale, v_scale;  // fp8 caches: once per thread
+  impl::load_scale(p, p.k_scale, k_scale);
+  impl::load_scale(p, p.v_scale, v_scale);
+  for (int s = 0; t < p.T; t += step, s ^= 1) {
+    const int64_t next = t + step;
+    Loaded<int64_t> slot_next;
+    if (next < p.T) {
+      issue(next, s ^ 1);
+      impl::load_slot(p, next, slot_next);
+    } else {
+      ptx::cp_async_commit();  // an empty group: this token's is still the older of two
+    }
+    ptx::cp_async_wait<1>();
+    Raw rk[VEC], rv[VEC];
+    const W wk = ptx::ld_shared(reinterpret_cast<const W*>(slot_of(s, 0)));
+    const W wv = ptx::ld_shared(reinterpret_cast<const W*>(slot_of(s, 1)));
+    memcpy(rk, &wk, sizeof wk);
+    memcpy(rv, &wv, sizeof wv);
+    const int64_t at = impl::slot_at(p, slot);
+    if (at >= 0) {
+      impl::store_cache<S, VEC, true>(p, p.k_cache, impl::cache_offset(at, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
+                                      k_scale, rk);
+      impl::store_cache<S, VEC, true>(p, p.v_cache, impl::cache_offset(at, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
+                                      v_scale, rv);
+    }
+    if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
+  }
+  ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit
+}
+
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
 // kStage: the rope.head_stage variant's kernels (16-byte q/k accesses only; kernels.cuh), apart
 // so that the default kernels carry none of its code (compiled in, it cost them 4-6 registers).

@@ -2,7 +2,8 @@
 // vector widths of config.h's vec_candidate (16 bytes, 4 bytes, one element) x heads in flight
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
-// loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten.
+// loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten, and
+// kv_cache_write's two.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "ops/rope/plan.h"
@@ -71,8 +72,17 @@ inline KernelFn select_pipe_kernel(DType dtype, int heads, bool kv) {
   if (heads == kMaxHeadsInFlight) return pipe_kernel_for_dtype<kMaxHeadsInFlight>(dtype, kv);
   return nullptr;
 }
+// kv_cache_write's pipelined kernel (rope.pipeline=3): bf16 and f16 (its k and v dtypes), two.
+inline KernelFn select_kv_pipe_kernel(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return kv_pipe_kernel<Bf16, kMaxAccessBytes / 2>;
+    case DType::f16: return kv_pipe_kernel<F16, kMaxAccessBytes / 2>;
+    default: return nullptr;
+  }
+}
 // The launch's kernel: the pipelined one, or select_kernel's.
 inline KernelFn kernel_of(const RopeLaunch& l) {
+  if (l.pipeline && l.params.kv_loads_first) return select_kv_pipe_kernel(l.dtype);
   if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight, l.params.kv_kind != KvKind::none);
   return select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
 }

@@ -124,10 +124,15 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   const int64_t one_stage = stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0);
   l.smem_bytes = p.head_stage ? static_cast<size_t>(one_stage) : 0;
   // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel);
-  // 1 (the default) for the ops without caches (rope, mrope), 2 for rope_kv_cache_write too.
+  // 1 (the default) for the ops without caches (rope, mrope), 2 for rope_kv_cache_write too, 3
+  // for kv_cache_write too (kv_pipe_kernel: two stages of a k and a v slot per thread).
   const int pipeline = detail::tune().rope_pipeline;
-  l.pipeline = p.head_stage && (pipeline == 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
+  l.pipeline = p.head_stage && (pipeline >= 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
   if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * one_stage);
+  if (p.kv_loads_first && pipeline == 3 && kv_pipe_eligible(pr, c)) {
+    l.pipeline = true;
+    l.smem_bytes = static_cast<size_t>(2 * 2 * int64_t{c.threads} * kMaxAccessBytes);
+  }
   p.kv_kind = kv;
   p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));

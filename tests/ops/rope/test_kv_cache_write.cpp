@@ -174,9 +174,10 @@ TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
 // layouts: every element hard, and one hard element per 8-element vector among values far from
 // any code midpoint (code values times the scale), so that a vector's filter must find its one
 // hard value on its own.
-void fp8_hard_values(check::Rng& rng, int loads_first, Backend backend) {
+void fp8_hard_values(check::Rng& rng, int loads_first, Backend backend, int pipeline = detail::Tune{}.rope_pipeline) {
   detail::Tune t;
   t.rope_kv_loads_first = loads_first;
+  t.rope_pipeline = pipeline;
   const detail::ScopedTuneOverride variant(t);
   constexpr int64_t Hk = 2, D = 8;
   for (DType qt : {DType::bf16, DType::f16}) {
@@ -255,9 +256,11 @@ TEST(KvCacheWrite, CudaFp8CachesRoundTheExactQuotient) {
 // (1.5 x 2^-125, 1.9 x 2^124) values on code values and exact midpoints and spread past the
 // codes' range; both kernels, both fp8 formats, every code the exact quotient's. Blocks of 16
 // slots (the block divisor's general path) and, for the scaled values, every fifth token skipped.
-void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend) {
+void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend,
+                             int pipeline = detail::Tune{}.rope_pipeline) {
   detail::Tune t;
   t.rope_kv_loads_first = loads_first;
+  t.rope_pipeline = pipeline;
   const detail::ScopedTuneOverride variant(t);
   for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
     for (DType qt : {DType::bf16, DType::f16}) {
@@ -291,6 +294,61 @@ TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
   TEJAS_SEEDED_TEST_RNG();
   fp8_power_of_two_scales(rng, 1, Backend::emulator);
   fp8_power_of_two_scales(rng, 0, Backend::emulator);
+}
+
+// kv_cache_write's pipelined kernel (rope.pipeline=3: kv_pipe_kernel): every shape and cache
+// dtype of run_all against the expectations, and longer runs of tokens (the emulator's 3 CTAs walk
+// up to 14 each; every third token skipped), the eligible shapes (16-byte vectors, a token's
+// vectors one per thread) planned pipelined and the others not; the fp8 hard values and the
+// power-of-two and every-value scans through it; the GPU too when present, with a case of more
+// blocks than one wave. Counters (Llama-3.1-8B's kv heads, 40 tokens): each token's k and v rows
+// copied through cp.async exactly once, the skipped tokens' too, the cache rows written once,
+// sector-ideal requests, no findings.
+TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends) {
+    detail::Tune t;
+    t.rope_pipeline = 3;
+    const detail::ScopedTuneOverride tune(t);
+    std::vector<KvShape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back({40, 1, 2, 64, 2, 8, 8});
+    shapes.push_back({33, 1, 1, 8, 2, 5, 7});
+    if (backend == Backend::cuda) shapes.push_back({65536, 1, 1, 64, 2, 8192, 16});
+    for (const KvShape& s : shapes) {
+      const bool eligible = s.D % 8 == 0 && s.Hk * (s.D / 8) <= 512;
+      for (DType dt : {DType::bf16, DType::f16})
+        for (DType cache_dt : {dt, DType::e4m3, DType::e5m2}) {
+          run(rng, s, dt, cache_dt, backend);
+          EXPECT_EQ(rotary::last_launch().pipeline, eligible)
+              << "T " << s.T << " Hk " << s.Hk << " D " << s.D << " on " << backend_name(backend);
+        }
+    }
+  }
+  fp8_hard_values(rng, 1, Backend::emulator, 3);
+  fp8_power_of_two_scales(rng, 1, Backend::emulator, 3);
+  detail::Tune t;
+  t.rope_pipeline = 3;
+  const detail::ScopedTuneOverride tune(t);
+  const KvShape s{40, 1, 8, 128, 2, 4, 16};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
+  ExecContext ctx;
+  ctx.backend = Backend::emulator;
+  ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+  ASSERT_TRUE(rotary::last_launch().pipeline);
+  ropetest::check_caches(b, s);
+  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  int64_t cached = 0;
+  for (int64_t tok = 0; tok < s.T; ++tok) cached += b.slots.get({tok}) >= 0;
+  const uint64_t row_bytes = s.Hk * s.D * 2;
+  EXPECT_LT(cached, s.T) << "some tokens skipped";
+  EXPECT_EQ(rep.counters.cp_async_bytes, 2 * s.T * row_bytes);
+  EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * s.T * row_bytes + s.T * 8 + 2 * 4);
+  EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * static_cast<uint64_t>(cached) * s.Hk * s.D);
+  EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
+  EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
 }
 
 // Rows of more vectors than a token's group has threads (the long shapes of kShapes) run
