@@ -118,10 +118,10 @@
 //                          the time pipelined; rope_kv_cache_write 1.041 / 1.042 (its e4m3-cache
 //                          rows at T >= 4096 1.089), so not at 1; two later runs: 0 took 1.143
 //                          (rope) and 1.147 (mrope) of 1's time, 2 took 1.052 and 1.042 of it on
-//                          rope_kv_cache_write. 3 = also kv_cache_write (16-byte vectors, one k
-//                          and one v vector per thread: kv_pipe_kernel, the next token's vectors
-//                          staged by cp.async while the current one's are stored; not measured
-//                          on GPU)
+//                          rope_kv_cache_write. 3 = also kv_cache_write (with
+//                          rope.kv_loads_first=1, the default; 16-byte vectors, one k and one v
+//                          vector per thread: kv_pipe_kernel, the next token's vectors staged by
+//                          cp.async while the current one's are stored; not measured on GPU)
 //   rope.kv_loads_first=0..1  kv_cache_write: 1 (default) = kv_write_kernel, each thread's k and
 //                          v vectors (up to 4) loaded with the slot before any wait, then stored
 //                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path

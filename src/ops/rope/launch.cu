@@ -15,9 +15,9 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   int64_t resident = 0;
   if (l.pipeline) {
     resident = detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(l)), l.config.threads, l.smem_bytes);
-    if (resident == 0) {  // the query failed: the default (staged, one stage) kernel instead
-      l.pipeline = false;
-      l.smem_bytes /= 2;
+    if (resident == 0) {  // the query failed: the default kernel instead (staged, one stage;
+      l.pipeline = false;  // kv_cache_write's loads-first kernel: no shared memory)
+      l.smem_bytes = l.params.kv_loads_first ? 0 : l.smem_bytes / 2;
     }
   }
   if (launched != nullptr) *launched = l;  // what runs (last_launch())

@@ -95,24 +95,41 @@ TEST(KvCacheWrite, CudaMatchesExpectation) {
   run_all(rng, Backend::cuda);
 }
 
-// k and v with their own padded strides (8 and 24 extra elements per head row), so a kernel that
-// read one through the other's strides fails; the emulator, and the GPU when present.
+// k and v with their own padded strides (8 and 24 extra elements per head row), and the two
+// caches with their own (16 and 40 extra per cache row: distinct head, slot and block strides), so
+// a kernel that read or wrote one through the other's strides fails; the default kernel and the
+// pipelined one (rope.pipeline=3), on the emulator with 7 tokens per 3 CTAs.
 TEST(KvCacheWrite, DistinctStridesForKAndV) {
   TEJAS_SEEDED_TEST_RNG();
-  for (DType cache_dt : {DType::bf16, DType::e4m3}) {
-    const KvShape s{5, 1, 3, 72, 2, 2, 4};
-    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 3);
-    HostTensor k(DType::bf16, {s.T, s.Hk, s.D}, 8), v(DType::bf16, {s.T, s.Hk, s.D}, 24);
-    k.copy_from(b.k);
-    v.copy_from(b.v);
-    b.k_cache.poison();
-    b.v_cache.poison();
-    ExecContext ctx;
-    ctx.backend = Backend::emulator;
-    ASSERT_TRUE(kv_cache_write(ctx, k, v, b.slots, b.paged()).ok());
-    ropetest::check_cache(b.k_cache, k, b.slots, b.k_scale, s, "k_cache");
-    ropetest::check_cache(b.v_cache, v, b.slots, b.v_scale, s, "v_cache");
-    EXPECT_TRUE(k.padding_intact() && v.padding_intact());
+  for (int pipeline : {detail::Tune{}.rope_pipeline, 3}) {
+    detail::Tune t;
+    t.rope_pipeline = pipeline;
+    const detail::ScopedTuneOverride tune(t);
+    for (DType cache_dt : {DType::bf16, DType::e4m3}) {
+      SCOPED_TRACE(::testing::Message() << "rope.pipeline=" << pipeline << " -> " << dtype_name(cache_dt));
+      const KvShape s{300, 1, 3, 72, 2, 40, 8};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 3);
+      HostTensor k(DType::bf16, {s.T, s.Hk, s.D}, 8), v(DType::bf16, {s.T, s.Hk, s.D}, 24);
+      k.copy_from(b.k);
+      v.copy_from(b.v);
+      HostTensor kc(cache_dt, b.k_cache.shape(), 16), vc(cache_dt, b.v_cache.shape(), 40);
+      kc.poison();
+      vc.poison();
+      const bool fp8 = dtype_is_fp8(cache_dt);
+      const PagedKvCache cache{kc.view(), vc.view(), fp8 ? b.k_scale.view() : TensorView{},
+                               fp8 ? b.v_scale.view() : TensorView{}};
+      ExecContext ctx;
+      ctx.backend = Backend::emulator;
+      ASSERT_TRUE(kv_cache_write(ctx, k, v, b.slots, cache).ok());
+      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3);
+      if (pipeline == 3) {
+        EXPECT_GT(rotary::last_launch().config.blocks, rotary::kEmuResidentCtas) << "CTAs walk tokens";
+      }
+      ropetest::check_cache(kc, k, b.slots, b.k_scale, s, "k_cache");
+      ropetest::check_cache(vc, v, b.slots, b.v_scale, s, "v_cache");
+      EXPECT_TRUE(k.padding_intact() && v.padding_intact());
+      EXPECT_TRUE(kc.padding_intact() && vc.padding_intact());
+    }
   }
 }
 
@@ -297,11 +314,12 @@ TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
 }
 
 // kv_cache_write's pipelined kernel (rope.pipeline=3: kv_pipe_kernel): every shape and cache
-// dtype of run_all against the expectations, and longer runs of tokens (the emulator's 3 CTAs walk
-// up to 14 each; every third token skipped), the eligible shapes (16-byte vectors, a token's
-// vectors one per thread) planned pipelined and the others not; the fp8 hard values and the
-// power-of-two and every-value scans through it; the GPU too when present, with a case of more
-// blocks than one wave. Counters (Llama-3.1-8B's kv heads, 40 tokens): each token's k and v rows
+// dtype of run_all against the expectations (few tokens: one per thread), and two longer runs of
+// tokens whose planned blocks outnumber the emulator's 3 CTAs, so each thread walks several
+// (every third token skipped); the eligible shapes (16-byte vectors, a token's vectors one per
+// thread) planned pipelined and the others not; the fp8 hard values and the power-of-two and
+// every-value scans through it (the every-value scans walk tokens too); the GPU too when
+// present, with a case of more blocks than one wave. Counters (Llama-3.1-8B's kv heads, 40 tokens): each token's k and v rows
 // copied through cp.async exactly once, the skipped tokens' too, the cache rows written once,
 // sector-ideal requests, no findings.
 TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
@@ -313,8 +331,8 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
     t.rope_pipeline = 3;
     const detail::ScopedTuneOverride tune(t);
     std::vector<KvShape> shapes(std::begin(kShapes), std::end(kShapes));
-    shapes.push_back({40, 1, 2, 64, 2, 8, 8});
-    shapes.push_back({33, 1, 1, 8, 2, 5, 7});
+    const KvShape walks[] = {{200, 1, 2, 64, 2, 25, 8}, {2000, 1, 1, 8, 2, 290, 7}};
+    shapes.insert(shapes.end(), std::begin(walks), std::end(walks));
     if (backend == Backend::cuda) shapes.push_back({65536, 1, 1, 64, 2, 8192, 16});
     for (const KvShape& s : shapes) {
       const bool eligible = s.D % 8 == 0 && s.Hk * (s.D / 8) <= 512;
@@ -323,6 +341,9 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
           run(rng, s, dt, cache_dt, backend);
           EXPECT_EQ(rotary::last_launch().pipeline, eligible)
               << "T " << s.T << " Hk " << s.Hk << " D " << s.D << " on " << backend_name(backend);
+          if (backend == Backend::emulator && s.T >= 200) {
+            EXPECT_GT(rotary::last_launch().config.blocks, rotary::kEmuResidentCtas) << "T " << s.T << ": CTAs walk tokens";
+          }
         }
     }
   }

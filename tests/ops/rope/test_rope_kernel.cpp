@@ -236,7 +236,7 @@ TEST(RopeKernel, PipelinePlannedWhereEligibleOnly) {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // the default, whatever TEJAS_TUNE says
     EXPECT_TRUE(rotary::plan_launch(args).pipeline);
   }
-  for (int setting : {1, 2}) {
+  for (int setting : {1, 2, 3}) {  // 3 differs from 2 for kv_cache_write only
     t.rope_pipeline = setting;
     const detail::ScopedTuneOverride on(t);
     EXPECT_TRUE(rotary::plan_launch(args).pipeline) << "rope.pipeline=" << setting;

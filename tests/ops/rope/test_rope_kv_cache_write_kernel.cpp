@@ -165,6 +165,16 @@ TEST(RopeKvCacheWriteKernel, PipelineVariantMatchesReference) {
       });
     }
   }
+  // rope.pipeline=3 (kv_cache_write's pipelined kernel too) pipelines this op as 2 does.
+  {
+    detail::Tune t = ropetest::head_stage(2);
+    t.rope_pipeline = 3;
+    const detail::ScopedTuneOverride tune(t);
+    for (const Variant& var : variants()) {
+      run_case(rng, pipe_shapes[1], var, Backend::emulator);
+      EXPECT_TRUE(rotary::last_launch().pipeline) << "rope.pipeline=3";
+    }
+  }
   // rope.pipeline=1 (the default) keeps the cache write on the one-token-per-thread kernel (the
   // H200 timed it within noise pipelined, 1.04 of the time, 1.09 with fp8 caches).
   for (int setting : {-1, 1}) {
@@ -347,8 +357,9 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
 }
 
 // The pipelined kernel with caches (rope.pipeline=2; D = 16, so 16-byte columns and one head step
-// per thread: eligible), one and two heads per thread (Hq 1, Hk 2: with two, one thread holds two k
-// heads, its second through the loop's second turn), at the fp8 hard cases of the tests above:
+// per thread: eligible), one and two heads per thread (Hq 1, Hk 3: with two, lane 1 holds two k
+// heads, both turns of its loop storing to the k cache; lane 0 the q head and a k head), at the
+// fp8 hard cases of the tests above:
 // the double-rounding values at their scale, every bf16 / f16 value at 0.37 and at 1 + 2^-23
 // (two heads), and values on code midpoints at extreme and power-of-two scales (bf16). Its k
 // stores test every value (round_quotient), its v stores filter (near_key) first, as
@@ -375,17 +386,17 @@ TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesRoundTheExactQuotient) {
         };
         const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
         ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
-        const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 31) / 32);
-        run({T, 1, 2, 16, 16, T, 1}, h.scale, "double-rounding values",
+        const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 47) / 48);
+        run({T, 1, 3, 16, 16, T, 1}, h.scale, "double-rounding values",
             [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); });
         if (heads == 2) {
           for (float scale : {0.37f, 0x1.000002p0f})
-            run({2048, 1, 2, 16, 16, 128, 16}, scale, "every value",
+            run({2048, 1, 3, 16, 16, 128, 16}, scale, "every value",
                 [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); });
         }
         if (qt != DType::bf16) continue;
         for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
-          run({16, 1, 2, 16, 16, 2, 16}, scale, "values on midpoints",
+          run({16, 1, 3, 16, 16, 2, 16}, scale, "values on midpoints",
               [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); });
       }
     }
