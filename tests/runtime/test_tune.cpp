@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "runtime/tune.h"
 
@@ -34,8 +35,13 @@ struct KeyCase {
   const char* range;
 };
 
-TEST(Tune, EachKeyDefaultRangeAndOverride) {
-  const KeyCase cases[] = {
+// Keys with tests of their own below (or above): DefaultsAndOverrides, RopeHeadsIsPerOpOneOrTwo,
+// RopePrefetchesAreZeroOrOne.
+const char* const kKeysTestedApart[] = {"quant.max_chunks", "dequant.steps", "rope.heads", "rope.v_prefetch",
+                                        "rope.head_prefetch"};
+
+const std::vector<KeyCase>& key_cases() {
+  static const std::vector<KeyCase> cases = {
       {"quant.max_steps", &Tune::quant_max_steps, 4, 1, 5, "1..4"},
       {"quant.max_grid", &Tune::quant_max_grid, 0, 528, 1000, "0..999"},
       {"quant.fast_convert", &Tune::quant_fast_convert, 1, 0, 2, "0..1"},
@@ -56,7 +62,11 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
       {"rope.pipeline", &Tune::rope_pipeline, 1, 3, 4, "0..3"},
   };
-  for (const KeyCase& k : cases) {
+  return cases;
+}
+
+TEST(Tune, EachKeyDefaultRangeAndOverride) {
+  for (const KeyCase& k : key_cases()) {
     SCOPED_TRACE(k.key);
     Tune t;
     std::string why;
@@ -65,6 +75,32 @@ TEST(Tune, EachKeyDefaultRangeAndOverride) {
     EXPECT_EQ(t.*k.field, k.good);
     EXPECT_FALSE(parse_tune(std::string(k.key) + "=" + std::to_string(k.bad), &t, &why));
     EXPECT_NE(why.find(std::string(k.key) + ": expected " + k.range), std::string::npos) << why;
+  }
+}
+
+// Every key the parser knows (its unknown-key message lists them) has a case in
+// EachKeyDefaultRangeAndOverride or a test of its own (kKeysTestedApart): a key added to
+// tune.cpp's table without a test fails here.
+TEST(Tune, EveryKeyHasATest) {
+  Tune t;
+  std::string why;
+  ASSERT_FALSE(parse_tune("no.such_key=1", &t, &why));
+  const size_t at = why.find("(known: ");
+  ASSERT_NE(at, std::string::npos) << why;
+  std::string list = why.substr(at + 8);
+  list = list.substr(0, list.find(')'));
+  std::vector<std::string> known;
+  for (size_t pos = 0; pos <= list.size();) {
+    const size_t comma = std::min(list.find(", ", pos), list.size());
+    known.push_back(list.substr(pos, comma - pos));
+    pos = comma + 2;
+  }
+  EXPECT_GT(known.size(), 20u) << why;
+  for (const std::string& key : known) {
+    bool covered = false;
+    for (const char* k : kKeysTestedApart) covered |= key == k;
+    for (const KeyCase& k : key_cases()) covered |= key == k.key;
+    EXPECT_TRUE(covered) << key << ": no test case";
   }
 }
 
