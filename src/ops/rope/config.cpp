@@ -57,7 +57,7 @@ RopeConfig choose_config(const RopeProblem& p) {
   const int cols = c.rot_cols + c.pass_cols;
   c.col_threads = std::min(cols, kMaxGroupThreads);
   const int64_t heads = p.Hq + p.Hk;
-  c.heads_in_flight = std::clamp(p.heads_in_flight, 1, kMaxHeadsInFlight);
+  c.heads_in_flight = std::clamp(p.heads_in_flight, 1, kPipeWideHeads);
   const int64_t lanes = (heads + c.heads_in_flight - 1) / c.heads_in_flight;
   c.head_lanes = static_cast<int>(std::clamp<int64_t>(kMaxGroupThreads / c.col_threads, 1, lanes));
   const int group = c.col_threads * c.head_lanes;

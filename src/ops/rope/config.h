@@ -22,6 +22,11 @@ inline constexpr int kTargetBlockThreads = 256;
 inline constexpr int kWarpSize = 32;
 inline constexpr int kNumSections = 3;        // mrope position rows
 inline constexpr int kMaxHeadsInFlight = 2;   // heads a thread loads at once (kernels: 1 or 2)
+// The pipelined kernel's wide step (rope and mrope, planned in plan.cpp only): three heads per
+// thread where two would need a second step (more than 2 x 512 / rot_cols heads: DeepSeek-V3's
+// 129 of D = 64), so that those shapes pipeline too. rope_pipe_kernel walks a thread's heads one
+// at a time, so three cost it no registers (78 for bf16, sm_90a, as two).
+inline constexpr int kPipeWideHeads = 3;
 // Heads of q and k together: kernels count heads in 32-bit ints (validated, checks.cpp).
 inline constexpr int64_t kMaxHeads = int64_t{1} << 24;
 // Head dim: kernels count a head's columns in 32-bit ints (validated: rope family, kv_cache_write).
@@ -38,7 +43,7 @@ struct RopeProblem {
   // (detail::access_alignment). Unused ones (k absent, no cache) may stay at 16.
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
-  int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (per op by default: plan.cpp)
+  int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (per op by default: plan.cpp); kPipeWideHeads: plan.cpp's wide step
 };
 
 struct RopeConfig {

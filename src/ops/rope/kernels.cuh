@@ -3,7 +3,7 @@
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
 // loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten, and
-// kv_cache_write's two.
+// kv_cache_write's two; and the wide step's (config.h's kPipeWideHeads), three.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "ops/rope/plan.h"
@@ -51,6 +51,10 @@ KernelFn kernel_for_dtype(DType dtype, int vec, bool stage, bool kv_first) {
 inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage, bool kv_first) {
   if (heads == 1) return kernel_for_dtype<1>(dtype, vec, stage, kv_first);
   if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
+  // The wide step's plan (heads kPipeWideHeads) without its pipeline (launch.cu's fallback when the
+  // occupancy query fails): the two-head kernel, whose head loop takes the heads past its first
+  // step itself (its staged slots, one stage of the wide plan's, hold more than it reads).
+  if (heads == kPipeWideHeads) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
   return nullptr;
 }
 
@@ -67,9 +71,19 @@ KernelFn pipe_kernel_for_dtype(DType dtype, bool kv) {
     default: return nullptr;
   }
 }
+// The wide step's (rope and mrope only: no caches), three.
+inline KernelFn wide_pipe_kernel(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return rope_pipe_kernel<Bf16, kMaxAccessBytes / 2, kPipeWideHeads>;
+    case DType::f16: return rope_pipe_kernel<F16, kMaxAccessBytes / 2, kPipeWideHeads>;
+    case DType::f32: return rope_pipe_kernel<F32, kMaxAccessBytes / 4, kPipeWideHeads>;
+    default: return nullptr;
+  }
+}
 inline KernelFn select_pipe_kernel(DType dtype, int heads, bool kv) {
   if (heads == 1) return pipe_kernel_for_dtype<1>(dtype, kv);
   if (heads == kMaxHeadsInFlight) return pipe_kernel_for_dtype<kMaxHeadsInFlight>(dtype, kv);
+  if (heads == kPipeWideHeads && !kv) return wide_pipe_kernel(dtype);
   return nullptr;
 }
 // kv_cache_write's pipelined kernel (rope.pipeline=3): bf16 and f16 (its k and v dtypes), two.

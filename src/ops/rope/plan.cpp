@@ -56,6 +56,19 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   const int heads = detail::tune().rope_heads;
   pr.heads_in_flight = heads > 0 ? heads : (rotates ? kMaxHeadsInFlight : 1);
   l.config = choose_config(pr);
+  // The pipelined kernel's wide step (config.h's kPipeWideHeads): rope and mrope under the
+  // defaults (rope.heads per op, head staging, rope.pipeline >= 1) where two heads per thread
+  // need a second step and three make one.
+  if (rotates && kv == KvKind::none && heads == 0 && detail::tune().rope_head_stage != 0 &&
+      detail::tune().rope_pipeline >= 1 && !pipe_eligible(pr, l.config)) {
+    RopeProblem wide = pr;
+    wide.heads_in_flight = kPipeWideHeads;
+    const RopeConfig cw = choose_config(wide);
+    if (pipe_eligible(wide, cw)) {
+      pr = wide;
+      l.config = cw;
+    }
+  }
   const RopeConfig& c = l.config;
 
   RopeParams& p = l.params;

@@ -86,8 +86,8 @@ TEST(RopeConfig, TwoHeadsInFlightHalveTheHeadLanes) {
   EXPECT_EQ(choose_config(p).head_lanes, 64);
   p.Hq = 1, p.Hk = 0;
   EXPECT_EQ(choose_config(p).head_lanes, 1);
-  p.heads_in_flight = 7;
-  EXPECT_EQ(choose_config(p).heads_in_flight, kMaxHeadsInFlight);
+  p.heads_in_flight = 7;  // clamped at the pipelined kernel's wide step (plan.cpp asks for it)
+  EXPECT_EQ(choose_config(p).heads_in_flight, kPipeWideHeads);
   p.heads_in_flight = 0;
   EXPECT_EQ(choose_config(p).heads_in_flight, 1);
   EXPECT_EQ(choose_config(llama(1)).heads_in_flight, 1);  // the default

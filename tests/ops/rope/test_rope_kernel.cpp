@@ -177,6 +177,60 @@ TEST(RopeKernel, PipelineVariantMatchesReference) {
   }
 }
 
+// The pipelined kernel's wide step (config.h's kPipeWideHeads): DeepSeek-V3's rope shape (128 q
+// heads and one k head of D = 64, gptj) has 8 columns of 16-bit pairs, so 64 lanes of two heads
+// (128) need a second step and 43 lanes of three make one: under the defaults bf16 and f16 are
+// planned pipelined with three heads and match the reference (the emulator's 3 CTAs walk its 20
+// tokens, one per block); neox's 4 columns keep two heads in one step; f32 (16 columns: 96 heads at three) is not
+// pipelined. The wide plan without its pipeline (the GPU launch's fallback when its occupancy
+// query fails: the staged two-head kernel, walking the heads past its first step) is run
+// directly on the emulator and matches too.
+TEST(RopeKernel, WideStepPipelinesManyHeads) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});
+  const Shape s{20, 128, 1, 64, 64, 0};
+  for (DType qt : {DType::bf16, DType::f16}) {
+    run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::emulator);
+    EXPECT_TRUE(rotary::last_launch().pipeline) << dtype_name(qt);
+    EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kPipeWideHeads) << dtype_name(qt);
+    run_and_compare(rng, s, qt, qt, RopeStyle::neox, Backend::emulator);
+    EXPECT_TRUE(rotary::last_launch().pipeline);
+    EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kMaxHeadsInFlight);
+  }
+  run_and_compare(rng, s, DType::f32, DType::f32, RopeStyle::gptj, Backend::emulator);
+  EXPECT_FALSE(rotary::last_launch().pipeline);
+  EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kMaxHeadsInFlight);
+  // The staged fallback: the wide plan with the pipeline off and one stage of shared memory, as
+  // launch.cu runs it.
+  for (DType qt : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(qt));
+    Inputs in = make_inputs(rng, s, qt, DType::f32);
+    HostTensor q_ref(qt, {s.T, s.Hq, s.D}), k_ref(qt, {s.T, s.Hk, s.D});
+    q_ref.copy_from(in.q);
+    k_ref.copy_from(in.k);
+    TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), in.pos, q_ref, k_ref, in.cache, RopeStyle::gptj));
+    rotary::RopeArgs a;
+    a.positions = in.pos;
+    a.q = in.q;
+    a.k = in.k;
+    a.cos_sin = in.cache;
+    a.style = RopeStyle::gptj;
+    rotary::RopeLaunch l = rotary::plan_launch(a);
+    ASSERT_TRUE(l.pipeline);
+    ASSERT_EQ(l.config.heads_in_flight, rotary::kPipeWideHeads);
+    l.pipeline = false;
+    l.smem_bytes /= 2;
+    ExecContext ctx;
+    ctx.backend = Backend::emulator;
+    TEJAS_ASSERT_OK(rotary::launch_emulator("rope", ctx, a, l));
+    EXPECT_TRUE(detail::last_emulator_reports().at(0).ok()) << detail::last_emulator_reports().at(0).summary();
+    auto r = check::compare(in.q, q_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1));
+    EXPECT_TRUE(r.ok) << "q: " << r.message;
+    r = check::compare(in.k, k_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(k_ref) + 1));
+    EXPECT_TRUE(r.ok) << "k: " << r.message;
+  }
+}
+
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.
 struct PlanInputs {
   HostTensor pos{DType::i32, {2}}, q{DType::bf16, {2, 4, 64}}, k{DType::bf16, {2, 3, 64}};
