@@ -347,6 +347,19 @@ __device__ __forceinline__ unsigned char* head_slot(int i, int a) {
   return base + ((static_cast<int64_t>(i) * kAccesses + a) * blockDim.x + threadIdx.x) * kBytes;
 }
 
+// Head slot `slot_head`'s kAccesses 16-byte accesses (head_slot's layout) into e, as stage_heads
+// copied them.
+template <int kAccesses, class Raw>
+__device__ __forceinline__ void read_head_slots(int slot_head, Raw* e TEJAS_CALLER_PARAM) {
+  using W = typename num::AccessWord<kMaxAccessBytes>::type;
+  constexpr int kLoad = kMaxAccessBytes / static_cast<int>(sizeof(Raw));
+  #pragma unroll
+  for (int a = 0; a < kAccesses; ++a) {
+    const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kMaxAccessBytes>(slot_head, a)) TEJAS_NESTED_SITE);
+    memcpy(e + a * kLoad, &w, kMaxAccessBytes);
+  }
+}
+
 // The first step's q/k vectors copied into this thread's slots by cp.async, one commit group:
 // their DRAM trip runs beside the position's and the cos/sin row's, and the registers wait for
 // nothing until rotate_column reads the slots. 16-byte accesses only (the staging kernels').
@@ -426,15 +439,12 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     bool from_slots = false;
     if constexpr (kStageable) from_slots = staged && h0 == lane;
     if (from_slots) {  // the first step: from the slots stage_heads filled
-      using W = typename num::AccessWord<kBytes>::type;
-      ptx::cp_async_wait<0>();
-      #pragma unroll
-      for (int i = 0; i < kHeads; ++i) {
-        if (h0 + i * p.head_lanes >= heads) break;
+      if constexpr (kStageable) {
+        ptx::cp_async_wait<0>();
         #pragma unroll
-        for (int a = 0; a < kAccesses; ++a) {
-          const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(i, a)) TEJAS_NESTED_SITE);
-          memcpy(e[i] + a * kLoad, &w, kBytes);
+        for (int i = 0; i < kHeads; ++i) {
+          if (h0 + i * p.head_lanes >= heads) break;
+          read_head_slots<kAccesses>(i, e[i] TEJAS_NESTED_SITE);
         }
       }
     } else {
@@ -475,9 +485,7 @@ __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, in
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
   constexpr int kAccesses = 2 * P / kLoad;
-  constexpr int kBytes = kLoad * static_cast<int>(sizeof(Raw));
-  static_assert(kBytes == kMaxAccessBytes, "16-byte staged heads");
-  using W = typename num::AccessWord<kBytes>::type;
+  static_assert(kLoad * sizeof(Raw) == kMaxAccessBytes, "16-byte staged heads");
   const int64_t i0 = static_cast<int64_t>(col) * P;
   const int heads = static_cast<int>(p.Hq + p.Hk);
   Loaded<float> k_scale;
@@ -491,11 +499,7 @@ __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, in
     const int h = lane + i * p.head_lanes;
     if (h >= heads) break;
     Raw e[2 * P];
-    #pragma unroll
-    for (int a = 0; a < kAccesses; ++a) {
-      const W w = ptx::ld_shared(reinterpret_cast<const W*>(head_slot<kAccesses, kBytes>(head0 + i, a)) TEJAS_NESTED_SITE);
-      memcpy(e + a * kLoad, &w, kBytes);
-    }
+    read_head_slots<kAccesses>(head0 + i, e TEJAS_NESTED_SITE);
     finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, slot_loaded, k_scale TEJAS_NESTED_SITE);
   }
 }
@@ -571,6 +575,18 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
   }
 }
 
+// The k and v vectors of head h, columns d0 ..., of a token with cache slot `slot` (>= 0) into the
+// caches: kv_write_kernel's one-vector-per-thread path and kv_pipe_kernel.
+template <class S, int VEC>
+__device__ __forceinline__ void store_kv_vectors(const RopeParams& p, int64_t slot, int64_t h, int64_t d0,
+                                                 const Loaded<float>& k_scale, const Loaded<float>& v_scale,
+                                                 const typename S::Raw* rk, const typename S::Raw* rv) {
+  store_cache<S, VEC, true>(p, p.k_cache, cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
+                            k_scale, rk);
+  store_cache<S, VEC, true>(p, p.v_cache, cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
+                            v_scale, rv);
+}
+
 // k and v vectors a kv_write_kernel thread loads before its first store.
 inline constexpr int kKvBatch = 4;
 
@@ -628,11 +644,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
     impl::load_vec<VEC, true>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, rk);
     impl::load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, rv);
     const int64_t slot = impl::slot_at(p, slot_loaded);
-    if (slot < 0) return;
-    impl::store_cache<S, VEC, true>(p, p.k_cache, impl::cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
-                                    k_scale, rk);
-    impl::store_cache<S, VEC, true>(p, p.v_cache, impl::cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
-                                    v_scale, rv);
+    if (slot >= 0) impl::store_kv_vectors<S, VEC>(p, slot, h, d0, k_scale, v_scale, rk, rv);
     return;
   }
   for (int64_t base = local; base < 2 * per_row; base += impl::kKvBatch * group) {
@@ -726,12 +738,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
     memcpy(rk, &wk, sizeof wk);
     memcpy(rv, &wv, sizeof wv);
     const int64_t at = impl::slot_at(p, slot);
-    if (at >= 0) {
-      impl::store_cache<S, VEC, true>(p, p.k_cache, impl::cache_offset(at, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
-                                      k_scale, rk);
-      impl::store_cache<S, VEC, true>(p, p.v_cache, impl::cache_offset(at, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
-                                      v_scale, rv);
-    }
+    if (at >= 0) impl::store_kv_vectors<S, VEC>(p, at, h, d0, k_scale, v_scale, rk, rv);
     if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
   }
   ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit

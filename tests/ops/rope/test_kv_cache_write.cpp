@@ -55,6 +55,27 @@ void write_caches(KvBuffers& b, Backend backend) {
   ASSERT_TRUE(vc.download(b.v_cache).ok());
 }
 
+// kv_cache_write of k and v into `cache` on the emulator: the launch's report (nullptr, and a
+// failure, if the call failed).
+const emu::LaunchReport* emulate_write(const TensorView& k, const TensorView& v, const TensorView& slots,
+                                       const PagedKvCache& cache) {
+  ExecContext ctx;
+  ctx.backend = Backend::emulator;
+  const Status st = kv_cache_write(ctx, k, v, slots, cache);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return st.ok() ? &detail::last_emulator_reports().at(0) : nullptr;
+}
+
+// A write's counters: no findings, `read` and `written` unique global bytes, every request
+// sector-ideal.
+void expect_counters(const emu::LaunchReport& rep, uint64_t read, uint64_t written) {
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_EQ(rep.counters.global_bytes_read_unique, read);
+  EXPECT_EQ(rep.counters.global_bytes_written_unique, written);
+  EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
+  EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+}
+
 void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend backend) {
   const std::string what = ::testing::PrintToString(std::vector<int64_t>{s.T, s.Hk, s.D, s.num_blocks, s.block_size}) +
                            " " + std::string(dtype_name(dt)) + " -> " + std::string(dtype_name(cache_dt)) + " on " +
@@ -118,9 +139,7 @@ TEST(KvCacheWrite, DistinctStridesForKAndV) {
       const bool fp8 = dtype_is_fp8(cache_dt);
       const PagedKvCache cache{kc.view(), vc.view(), fp8 ? b.k_scale.view() : TensorView{},
                                fp8 ? b.v_scale.view() : TensorView{}};
-      ExecContext ctx;
-      ctx.backend = Backend::emulator;
-      ASSERT_TRUE(kv_cache_write(ctx, k, v, b.slots, cache).ok());
+      ASSERT_NE(emulate_write(k, v, b.slots, cache), nullptr);
       EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3);
       if (pipeline == 3) {
         EXPECT_GT(rotary::last_launch().config.blocks, rotary::kEmuResidentCtas) << "CTAs walk tokens";
@@ -150,20 +169,14 @@ TEST(KvCacheWrite, EmulatorCounters) {
       SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=" << loads_first << " rope.v_prefetch=" << v_prefetch);
       const KvShape s{6, 1, 8, 128, 2, 2, 16};
       KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
-      ExecContext ctx;
-      ctx.backend = Backend::emulator;
-      ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+      const emu::LaunchReport* rep = emulate_write(b.k, b.v, b.slots, b.paged());
+      ASSERT_NE(rep, nullptr);
       EXPECT_EQ(rotary::last_launch().params.kv_loads_first, loads_first == 1);
-      const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
-      EXPECT_TRUE(rep.ok()) << rep.summary();
       const uint64_t cached = 4, row = s.Hk * s.D, read_rows = loads_first ? s.T : cached;
-      EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * read_rows * row * 2 + s.T * 8 + 2 * 4);
-      EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * cached * row);
-      EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
-      EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+      expect_counters(*rep, 2 * read_rows * row * 2 + s.T * 8 + 2 * 4, 2 * cached * row);
       // rope.v_prefetch=1 (rope kernel): each token's v vectors once (skipped tokens' too); a
       // prefetch moves no bytes.
-      EXPECT_EQ(rep.counters.global_prefetches, v_prefetch && !loads_first ? s.T * s.Hk * (s.D / 8) : 0u);
+      EXPECT_EQ(rep->counters.global_prefetches, v_prefetch && !loads_first ? s.T * s.Hk * (s.D / 8) : 0u);
     }
   }
 }
@@ -354,22 +367,16 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
   const detail::ScopedTuneOverride tune(t);
   const KvShape s{40, 1, 8, 128, 2, 4, 16};
   KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 3);
-  ExecContext ctx;
-  ctx.backend = Backend::emulator;
-  ASSERT_TRUE(kv_cache_write(ctx, b.k, b.v, b.slots, b.paged()).ok());
+  const emu::LaunchReport* rep = emulate_write(b.k, b.v, b.slots, b.paged());
+  ASSERT_NE(rep, nullptr);
   ASSERT_TRUE(rotary::last_launch().pipeline);
   ropetest::check_caches(b, s);
-  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
-  EXPECT_TRUE(rep.ok()) << rep.summary();
   int64_t cached = 0;
   for (int64_t tok = 0; tok < s.T; ++tok) cached += b.slots.get({tok}) >= 0;
   const uint64_t row_bytes = s.Hk * s.D * 2;
   EXPECT_LT(cached, s.T) << "some tokens skipped";
-  EXPECT_EQ(rep.counters.cp_async_bytes, 2 * s.T * row_bytes);
-  EXPECT_EQ(rep.counters.global_bytes_read_unique, 2 * s.T * row_bytes + s.T * 8 + 2 * 4);
-  EXPECT_EQ(rep.counters.global_bytes_written_unique, 2 * static_cast<uint64_t>(cached) * s.Hk * s.D);
-  EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
-  EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+  EXPECT_EQ(rep->counters.cp_async_bytes, 2 * s.T * row_bytes);
+  expect_counters(*rep, 2 * s.T * row_bytes + s.T * 8 + 2 * 4, 2 * static_cast<uint64_t>(cached) * s.Hk * s.D);
 }
 
 // Rows of more vectors than a token's group has threads (the long shapes of kShapes) run
