@@ -175,6 +175,11 @@ void count_tensor_op(const char* name) {
   rt::g_launch->report.counters.tensor_ops[name]++;
 }
 
+void count_event(const char* name) {
+  rt::current_thread();
+  rt::g_launch->report.counters.events[name]++;
+}
+
 uint64_t Counters::excess_load_sectors() const { return global_load_sectors - global_load_sectors_ideal; }
 uint64_t Counters::excess_store_sectors() const { return global_store_sectors - global_store_sectors_ideal; }
 

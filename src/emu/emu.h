@@ -121,6 +121,7 @@ struct Counters {
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_wavefronts_ideal = 0;
   std::map<std::string, uint64_t> tensor_ops;  // "mma.m16n8k16.bf16.f32" -> warp-instructions
   uint64_t barriers = 0;                       // block-wide barrier completions
+  std::map<std::string, uint64_t> events;      // dev::count_event names -> calls (kernel-defined)
   uint64_t global_prefetches = 0;              // prefetch.L2 instructions, per thread
   uint64_t cp_async_bytes = 0;
   double sectors_per_load_request() const;
@@ -274,6 +275,8 @@ void count_shared_phase(const uintptr_t* row_addrs, int n, int bytes_each);
 // buffer is an out_of_bounds finding all the same: the kernel computed it wrong.
 void count_prefetch(const void* p, const Site& site);
 void count_tensor_op(const char* name);
+// A kernel-defined event (dev::count_event, device/probe.h): counted by name, nothing else.
+void count_event(const char* name);
 
 // cp.async: copies `cp_size` bytes (4, 8, 16) from gmem to smem, of which the last
 // cp_size - src_size are zero-filled. The data lands at cp_async_wait for its group.

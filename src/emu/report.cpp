@@ -136,12 +136,13 @@ std::string LaunchReport::summary() const {
                 static_cast<unsigned long long>(c.shared_wavefronts_ideal),
                 static_cast<unsigned long long>(c.barriers), static_cast<unsigned long long>(c.cp_async_bytes));
   s += buf;
-  for (const auto& [name, n] : c.tensor_ops) {
-    s += "\n  ";
-    s += name;
-    s += ": ";
-    s += std::to_string(n);
-  }
+  for (const auto* ops : {&c.tensor_ops, &c.events})
+    for (const auto& [name, n] : *ops) {
+      s += "\n  ";
+      s += name;
+      s += ": ";
+      s += std::to_string(n);
+    }
   return s;
 }
 

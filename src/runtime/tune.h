@@ -127,6 +127,12 @@
 //                          (skipped tokens' rows read too); 0 = the rope kernel's kv-only path
 //                          (slot, then k, then v: three round trips). The H200 (2026-11-30, two
 //                          runs): 0 took 1.174 / 1.175 of the time
+//   rope.clean_scales=0..1  kv_cache_write (blocks of >= 128 threads) and the rope.pipeline
+//                          kernels with fp8 caches and 16-bit k and v: 1 (default) = each block
+//                          first checks whether its k and v scales have a clean multiplier (one
+//                          product per value gives the exact code of every 16-bit value), and
+//                          then skips the per-value midpoint test; 0 = the per-value test always
+//                          (the same codes; not measured on GPU)
 #pragma once
 #include <string>
 
@@ -154,6 +160,7 @@ struct Tune {
   int rope_kv_loads_first = 1;
   int rope_v_stage = 1;
   int rope_pipeline = 1;
+  int rope_clean_scales = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;

@@ -61,6 +61,7 @@ const std::vector<KeyCase>& key_cases() {
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
       {"rope.pipeline", &Tune::rope_pipeline, 1, 3, 4, "0..3"},
+      {"rope.clean_scales", &Tune::rope_clean_scales, 1, 0, 2, "0..1"},
   };
   return cases;
 }

@@ -27,6 +27,10 @@ inline constexpr int kMaxHeadsInFlight = 2;   // heads a thread loads at once (k
 // 129 of D = 64), so that those shapes pipeline too. rope_pipe_kernel walks a thread's heads one
 // at a time, so three cost it no registers (78 for bf16, sm_90a, as two).
 inline constexpr int kPipeWideHeads = 3;
+// Block size from which the kernels that can check their fp8 scales for clean multipliers do
+// (kernel.cuh's clean_scales): at most 2 of the 126 tests per scale for each thread, so that the
+// check ends while the block's first loads are still out.
+inline constexpr int kCleanMinThreads = 128;
 // Heads of q and k together: kernels count heads in 32-bit ints (validated, checks.cpp).
 inline constexpr int64_t kMaxHeads = int64_t{1} << 24;
 // Head dim: kernels count a head's columns in 32-bit ints (validated: rope family, kv_cache_write).

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "device/numeric/clean_multiplier.h"
 #include "device/numeric/convert.h"
 #include "device/numeric/exact_round.h"
 #include "device/numeric/storage.h"
 #include "device/loaded.h"
 #include "device/math.h"
+#include "device/probe.h"
 #include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
 #include "device/smem.h"
@@ -141,17 +143,23 @@ __device__ __forceinline__ void row_vector(const RopeParams& p, int64_t it, int6
 // from the exact residual x * rs - m * sc_r with sc_r = sc * rs: rs = 2^64 below sc = 2^-64 (both
 // products exact), since the residual could otherwise fall below the f32 subnormals and read as a
 // tie (exact_round.h); else rs = 1.
-// exact: sc is a power of two (1.0, the usual scale of an uncalibrated cache, among them): a and b
-// are then exact powers of two and t = x / sc exactly (short of f32's subnormal range, where t is
-// far below every code midpoint, and of overflow, where both saturate), so the conversion's own
-// round-to-nearest-even is the answer, ties included.
+// exact: t = x * a is x / sc's code's answer as it stands (the quotients converted in pairs, no
+// midpoint test), b = 1:
+// - sc a power of two in [2^-125, 2^125] (1.0, the usual scale of an uncalibrated cache, among
+//   them): a = 2^-k exactly, t = x / sc exactly (short of f32's subnormal range, where t is far
+//   below every code midpoint, and of overflow, where both saturate), so the conversion's own
+//   round-to-nearest-even is the answer, ties included;
+// - a clean multiplier for sc (clean_scales; device/numeric/clean_multiplier.h): RN(x * a)'s
+//   code is sat_rne(x / sc) for every 16-bit x, checked by the block at its start.
+// Powers of two outside that range take the filtered path (b != 1).
 struct Fp8Divisor {
   float a, b, rs, sc_r;
   bool exact;
 };
 
-// From the scale as loaded once per column or thread (load_scale), per stored vector; through
-// ptx::mov_opaque, so the compiler keeps the wait for the scale here and not at its load.
+// From the scale as loaded once per column or thread (load_scale), per stored vector without a
+// clean multiplier; through ptx::mov_opaque, so the compiler keeps the wait for the scale here and
+// not at its load.
 // NOTES: v4 formed a as 1.0f / sc, an IEEE division (MUFU.RCP, two fixes, a range test and a
 // call to the slow path) per stored vector, with its extreme-scale branch: ~45 SASS instructions
 // of kv_write_kernel's ~180 per vector (sm_90a).
@@ -159,9 +167,10 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
   constexpr float kTwoToMinus125 = 0x1p-125f, kTwoTo125 = 0x1p125f;
   const float sc = ptx::mov_opaque(loaded);
   const uint32_t bits = num::f32_bits(sc);
-  Fp8Divisor d{0.0f, 1.0f, 1.0f, sc, (bits & 0x807FFFFFu) == 0 && bits != 0};
+  Fp8Divisor d{0.0f, 1.0f, 1.0f, sc, false};
   if (sc >= kTwoToMinus125 && sc <= kTwoTo125) {  // uniform
     // 2^-k for sc = 2^k exactly (its exponent negated); else the fast reciprocal.
+    d.exact = (bits & 0x807FFFFFu) == 0;
     d.a = d.exact ? num::bits_f32(0x7F000000u - bits) : dev::fdividef(1.0f, sc);
   } else {
     d.b = sc > 1.0f ? kTwoToMinus64 : kTwoTo64;
@@ -175,8 +184,9 @@ __device__ __forceinline__ Fp8Divisor fp8_divisor(float loaded) {
 }
 
 // fp8 codes of N values: sat_rne(x / sc) exactly (tejas/rope.h: as float64 division would round
-// it), with d = fp8_divisor(sc). An exact divisor (a power-of-two scale): the quotients t
-// converted in pairs (one cvt per two), nothing else. Otherwise, kFiltered (kv_write_kernel): each
+// it), with d = fp8_divisor(sc) or the block's clean multiplier. An exact divisor (a power-of-two
+// scale, or a clean multiplier: clean_scales): the products x * a converted in pairs (one cvt per
+// two), nothing else. Otherwise, kFiltered (kv_write_kernel): each
 // t is tested with num::near_key (an add and a shifted multiply-add on the FMA pipe, a running
 // minimum; it passes every t near_midpoint does); only a vector with a t near a midpoint runs
 // round_quotient on every value (a uniform-ish branch: ~17 in 2^19 e4m3 values pass on data with
@@ -206,8 +216,8 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
       memcpy(codes, pairs, sizeof(pairs));
     }
   };
-  if (d.exact) {  // uniform: the quotients are exact, so their conversion is the answer
-    convert(quotient);
+  if (d.exact) {  // uniform: t = x * a's conversion is the answer (b = 1)
+    convert([&](int j) { return S::to_f32(vals[j]) * d.a; });
     return;
   }
   if constexpr (!kFiltered) {
@@ -237,15 +247,17 @@ __device__ __forceinline__ void cache_codes(const typename S::Raw* vals, const F
 
 // Writes N stored values into a cache row: the bits for a cache in q's dtype, fp8 codes of
 // value / scale otherwise (cache_codes; `scale` as loaded, unused for a cache in q's dtype).
+// clean: the block's clean multiplier for this cache's scale (clean_scales), or 0.
 template <class S, int N, bool kFiltered = false>
 __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, int64_t at, const Loaded<float>& scale,
-                                            const typename S::Raw* vals TEJAS_CALLER_PARAM) {
+                                            float clean, const typename S::Raw* vals TEJAS_CALLER_PARAM) {
   if (p.kv_kind == KvKind::same) {
     store_vec<N>(static_cast<typename S::Raw*>(cache) + at, vals TEJAS_NESTED_SITE);
     return;
   }
   uint8_t codes[N];
-  const Fp8Divisor d = fp8_divisor(scale.get());
+  const Fp8Divisor d = clean != 0.0f ? Fp8Divisor{clean, 1.0f, 1.0f, 1.0f, true} : fp8_divisor(scale.get());  // uniform
+  if (clean != 0.0f) dev::count_event("clean_scales: vectors stored with a clean multiplier");  // emulator only
   if (p.kv_kind == KvKind::e4m3) cache_codes<num::CodeFormat::e4m3, S, N, kFiltered>(vals, d, codes);
   else cache_codes<num::CodeFormat::e5m2, S, N, kFiltered>(vals, d, codes);
   store_vec<N>(static_cast<uint8_t*>(cache) + at, codes TEJAS_NESTED_SITE);
@@ -253,6 +265,76 @@ __device__ __forceinline__ void store_cache(const RopeParams& p, void* cache, in
 
 __device__ __forceinline__ bool fp8_cache(const RopeParams& p) {
   return p.kv_kind == KvKind::e4m3 || p.kv_kind == KvKind::e5m2;
+}
+
+// The block's clean multipliers for the fp8 caches' k and v scales (device/numeric/
+// clean_multiplier.h): for each, a c whose RN(x c) converts to sat_rne(x / scale) for every
+// 16-bit x, so the stores need no per-value midpoint test (Fp8Divisor's exact path), or 0 (none
+// clean, a scale outside the checked range, or RopeParams::clean_scales off: the per-value test).
+// Every thread of the block calls it before any leaves. The kCleanItems<F> tests of each scale
+// (one per code midpoint, three candidates each) are shared out over the block's threads; then
+// one __syncthreads_or says whether the first candidate is clean for both scales (usual for a
+// calibrated scale), and only if not, one per candidate and scale says which are (7 barriers in
+// all; the bench's scale 0.05, whose 1 / sc = 20 makes exact ties of 20 x, takes them).
+// When: RopeParams::clean_scales, planned (plan.cpp) for the kernels that call this
+// (kv_write_kernel, kv_pipe_kernel, rope_pipe_kernel with caches) in blocks of >= kCleanMinThreads
+// threads: at most 2 tests per thread and scale, about 100 instructions, which run while the
+// block's first loads are out (they are issued first; the scale, the same word for every block,
+// comes from L2), so the check should end before the data arrives. The persistent kernels pay
+// for it once per block for all their tokens. rope_kernel does not call it: there the check
+// would sit between the staged head loads and the position load, adding its time (the scale's
+// L2 trip and the tests) to the chain of trips each thread waits through.
+struct CleanScales {
+  float k = 0.0f, v = 0.0f;
+};
+// The dev::count_event name of a block's verdict for k's or v's scale: the candidate taken
+// (num::clean_candidates' order), or none (also for a scale outside the checked range).
+__device__ __forceinline__ const char* clean_event(bool v, int candidate) {
+  switch (candidate) {
+    case 0: return v ? "clean_scales v: candidate 0" : "clean_scales k: candidate 0";
+    case 1: return v ? "clean_scales v: candidate 1" : "clean_scales k: candidate 1";
+    case 2: return v ? "clean_scales v: candidate 2" : "clean_scales k: candidate 2";
+    default: return v ? "clean_scales v: none" : "clean_scales k: none";
+  }
+}
+template <num::CodeFormat F, class S>
+__device__ __forceinline__ CleanScales find_clean_scales(float ks, float vs) {
+  constexpr int kItems = num::kCleanItems<F>;
+  constexpr int kCands = num::kCleanCandidates;
+  const bool k_in = num::clean_scale_range(ks), v_in = num::clean_scale_range(vs);
+  const num::CleanCandidates ck = num::clean_candidates(ks, dev::fdividef(1.0f, ks));
+  const num::CleanCandidates cv = num::clean_candidates(vs, dev::fdividef(1.0f, vs));
+  uint32_t misses = 0;  // k's candidates in bits 0 .. kCands - 1, v's above
+  for (int i = static_cast<int>(threadIdx.x); i < 2 * kItems; i += static_cast<int>(blockDim.x)) {
+    if (i < kItems) {
+      if (k_in) misses |= num::clean_misses<F, S>(ks, i, ck);
+    } else if (v_in) {
+      misses |= num::clean_misses<F, S>(vs, i - kItems, cv) << kCands;
+    }
+  }
+  uint32_t any = 0;
+  if (__syncthreads_or(static_cast<int>(misses & (1u | 1u << kCands))) != 0) {
+    #pragma unroll 1
+    for (int j = 0; j < 2 * kCands; ++j) any |= static_cast<uint32_t>(__syncthreads_or(static_cast<int>(misses >> j & 1u)) != 0) << j;
+  }
+  const int jk = k_in ? num::first_clean_index(any) : kCands;
+  const int jv = v_in ? num::first_clean_index(any >> kCands) : kCands;
+  if (threadIdx.x == 0) {  // the block's verdicts, for the emulator's report (tests check them)
+    dev::count_event(clean_event(false, jk));
+    dev::count_event(clean_event(true, jv));
+  }
+  return {num::clean_candidate(ck, jk), num::clean_candidate(cv, jv)};
+}
+template <class S>
+__device__ __forceinline__ CleanScales clean_scales(const RopeParams& p) {
+  if constexpr (sizeof(typename S::Raw) != 2) {
+    return {};  // f32 x: too many significant bits for one test per midpoint
+  } else {
+    if (!p.clean_scales) return {};  // uniform
+    const float ks = ptx::ld_global_nc(p.k_scale), vs = ptx::ld_global_nc(p.v_scale);
+    return p.kv_kind == KvKind::e4m3 ? find_clean_scales<num::CodeFormat::e4m3, S>(ks, vs)
+                                     : find_clean_scales<num::CodeFormat::e5m2, S>(ks, vs);
+  }
 }
 
 // The token's slot as loaded (with caches), issued first and judged by slot_at where it is used.
@@ -380,12 +462,12 @@ __device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int 
 
 // Head h of token t, its column's 2P elements e as loaded (pairs as in rotate_column): rotated by
 // (c, s) when `rotate`, stored back, and for a k head of a token with a slot (kCache) sent to the
-// cache (k_scale: an fp8 cache's scale as loaded).
+// cache (k_scale: an fp8 cache's scale as loaded; k_clean: the block's clean multiplier or 0).
 template <class S, int VEC, bool kNeox, bool kCache = true>
 __device__ __forceinline__ void finish_head(const RopeParams& p, int64_t t, int h, int64_t i0, typename S::Raw* e,
                                             bool rotate, const float* c, const float* s,
                                             const Loaded<int64_t>& slot_loaded,
-                                            const Loaded<float>& k_scale TEJAS_CALLER_PARAM) {
+                                            const Loaded<float>& k_scale, float k_clean TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
@@ -407,7 +489,7 @@ __device__ __forceinline__ void finish_head(const RopeParams& p, int64_t t, int 
   const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
   #pragma unroll
   for (int a = 0; a < kAccesses; ++a)
-    store_cache<S, kLoad>(p, p.k_cache, at + access_offset<kNeox, kLoad>(p, i0, a), k_scale,
+    store_cache<S, kLoad>(p, p.k_cache, at + access_offset<kNeox, kLoad>(p, i0, a), k_scale, k_clean,
                           e + a * kLoad TEJAS_NESTED_SITE);
 }
 
@@ -462,7 +544,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     for (int i = 0; i < kHeads; ++i) {
       const int h = h0 + i * p.head_lanes;
       if (h >= heads) break;
-      finish_head<S, VEC, kNeox>(p, t, h, i0, e[i], rotate, c, s, slot_loaded, k_scale TEJAS_NESTED_SITE);
+      finish_head<S, VEC, kNeox>(p, t, h, i0, e[i], rotate, c, s, slot_loaded, k_scale, 0.0f TEJAS_NESTED_SITE);
     }
   }
 }
@@ -480,7 +562,7 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
 template <class S, int VEC, bool kNeox, int kHeads, bool kCache>
 __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, int col, int lane,
                                               const Loaded<int64_t>& slot_loaded, int head0,
-                                              int64_t pos TEJAS_CALLER_PARAM) {
+                                              int64_t pos, float k_clean TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
   constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;  // elements per access
@@ -500,7 +582,7 @@ __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, in
     if (h >= heads) break;
     Raw e[2 * P];
     read_head_slots<kAccesses>(head0 + i, e TEJAS_NESTED_SITE);
-    finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, slot_loaded, k_scale TEJAS_NESTED_SITE);
+    finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, slot_loaded, k_scale, k_clean TEJAS_NESTED_SITE);
   }
 }
 
@@ -517,7 +599,7 @@ __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int 
     // Plain load, not .nc: other threads write k's rotary dims during this launch.
     load_vec<VEC>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, r TEJAS_NESTED_SITE);
     const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h);
-    store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC>(p, p.k_cache, at + d0, k_scale, 0.0f, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -549,7 +631,7 @@ __device__ __forceinline__ void stage_v(const RopeParams& p, int64_t t, int loca
 // (cache_codes; rope_pipe_kernel's, whose one-head-at-a-time rotation leaves the registers).
 template <class S, int VEC, int kHeads = 0, int kPending = 0, bool kFiltered = false>
 __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local, int group, int64_t slot,
-                                       bool staged = false, int stage = 0 TEJAS_CALLER_PARAM) {
+                                       float v_clean, bool staged = false, int stage = 0 TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   const int64_t cols = p.D / VEC;
   Loaded<float> v_scale;  // arrives with the first v vector; threads past the v vectors copy none
@@ -571,7 +653,7 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
       load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, r TEJAS_NESTED_SITE);
     }
     const int64_t at = cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h);
-    store_cache<S, VEC, kFiltered>(p, p.v_cache, at + d0, v_scale, r TEJAS_NESTED_SITE);
+    store_cache<S, VEC, kFiltered>(p, p.v_cache, at + d0, v_scale, v_clean, r TEJAS_NESTED_SITE);
   }
 }
 
@@ -580,11 +662,12 @@ __device__ __forceinline__ void copy_v(const RopeParams& p, int64_t t, int local
 template <class S, int VEC>
 __device__ __forceinline__ void store_kv_vectors(const RopeParams& p, int64_t slot, int64_t h, int64_t d0,
                                                  const Loaded<float>& k_scale, const Loaded<float>& v_scale,
-                                                 const typename S::Raw* rk, const typename S::Raw* rv) {
+                                                 const CleanScales& clean, const typename S::Raw* rk,
+                                                 const typename S::Raw* rv) {
   store_cache<S, VEC, true>(p, p.k_cache, cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
-                            k_scale, rk);
+                            k_scale, clean.k, rk);
   store_cache<S, VEC, true>(p, p.v_cache, cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
-                            v_scale, rv);
+                            v_scale, clean.v, rv);
 }
 
 // k and v vectors a kv_write_kernel thread loads before its first store.
@@ -625,12 +708,15 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
   int token, local;
   impl::group_position(p, token, local);
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  if (t >= p.T) return;
+  // Tail threads (t >= T) take part in clean_scales's barriers, then leave.
+  const bool live = t < p.T;
   Loaded<int64_t> slot_loaded;
-  impl::load_slot(p, t, slot_loaded);
   Loaded<float> k_scale, v_scale;
-  impl::load_scale(p, p.k_scale, k_scale);
-  impl::load_scale(p, p.v_scale, v_scale);
+  if (live) {
+    impl::load_slot(p, t, slot_loaded);
+    impl::load_scale(p, p.k_scale, k_scale);
+    impl::load_scale(p, p.v_scale, v_scale);
+  }
   const int64_t cols = p.D / VEC;
   const int64_t per_row = p.Hk * cols;  // vectors of k's row (and of v's)
   if (group == per_row) {  // uniform; the usual config (Hk x D / VEC <= 512)
@@ -641,12 +727,18 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
     int64_t h, d0;
     impl::row_vector<VEC>(p, local, h, d0);
     Raw rk[VEC], rv[VEC];
-    impl::load_vec<VEC, true>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, rk);
-    impl::load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, rv);
+    if (live) {
+      impl::load_vec<VEC, true>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, rk);
+      impl::load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, rv);
+    }
+    const impl::CleanScales clean = impl::clean_scales<S>(p);  // while the loads are out
+    if (!live) return;
     const int64_t slot = impl::slot_at(p, slot_loaded);
-    if (slot >= 0) impl::store_kv_vectors<S, VEC>(p, slot, h, d0, k_scale, v_scale, rk, rv);
+    if (slot >= 0) impl::store_kv_vectors<S, VEC>(p, slot, h, d0, k_scale, v_scale, clean, rk, rv);
     return;
   }
+  const impl::CleanScales clean = impl::clean_scales<S>(p);
+  if (!live) return;
   for (int64_t base = local; base < 2 * per_row; base += impl::kKvBatch * group) {
     Raw r[impl::kKvBatch][VEC];
     #pragma unroll
@@ -671,10 +763,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
       // 16-byte kernels from 64 to 69 registers (sm_90a): 3 blocks of 256 per SM instead of 4.
       if (w.is_v)
         impl::store_cache<S, VEC, true>(p, p.v_cache, blk * p.vc_block + in_blk * p.vc_slot + w.h * p.vc_head + w.d0,
-                                  v_scale, r[b]);
+                                        v_scale, clean.v, r[b]);
       else
         impl::store_cache<S, VEC, true>(p, p.k_cache, blk * p.kc_block + in_blk * p.kc_slot + w.h * p.kc_head + w.d0,
-                                  k_scale, r[b]);
+                                        k_scale, clean.k, r[b]);
     }
   }
 }
@@ -700,7 +792,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
   impl::group_position(p, token, local);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  if (t >= p.T) return;  // no barriers below
+  const bool live = t < p.T;  // threads that leave take part in clean_scales's barriers first
   // The thread's k and v vector (group == Hk x D / VEC: each vector of a row once).
   int64_t h, d0;
   impl::row_vector<VEC>(p, local, h, d0);
@@ -716,12 +808,16 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
     ptx::cp_async_16(slot_of(st, 1), v_src + at * p.v_tok);
     ptx::cp_async_commit();
   };
-  issue(t, 0);
   Loaded<int64_t> slot;
-  impl::load_slot(p, t, slot);
   Loaded<float> k_scale, v_scale;  // fp8 caches: once per thread
-  impl::load_scale(p, p.k_scale, k_scale);
-  impl::load_scale(p, p.v_scale, v_scale);
+  if (live) {
+    issue(t, 0);
+    impl::load_slot(p, t, slot);
+    impl::load_scale(p, p.k_scale, k_scale);
+    impl::load_scale(p, p.v_scale, v_scale);
+  }
+  const impl::CleanScales clean = impl::clean_scales<S>(p);  // once for all the block's tokens
+  if (!live) return;  // no barriers below
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
     Loaded<int64_t> slot_next;
@@ -738,7 +834,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
     memcpy(rk, &wk, sizeof wk);
     memcpy(rv, &wv, sizeof wv);
     const int64_t at = impl::slot_at(p, slot);
-    if (at >= 0) impl::store_kv_vectors<S, VEC>(p, at, h, d0, k_scale, v_scale, rk, rv);
+    if (at >= 0) impl::store_kv_vectors<S, VEC>(p, at, h, d0, k_scale, v_scale, clean, rk, rv);
     if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
   }
   ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit
@@ -805,10 +901,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   }
   const int64_t slot = impl::slot_at(p, slot_loaded);
   if constexpr (kStage) {
-    if (slot >= 0) impl::copy_v<S, VEC, kHeads>(p, t, local, group, slot, v_staged);
+    if (slot >= 0) impl::copy_v<S, VEC, kHeads>(p, t, local, group, slot, 0.0f, v_staged);
     else if (v_staged) ptx::cp_async_wait<0>();  // a skipped token's staged v: nothing left pending at exit
   } else {
-    if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot);
+    if (slot >= 0) impl::copy_v<S, VEC>(p, t, local, group, slot, 0.0f);
   }
 }
 
@@ -837,7 +933,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   const int lane = local / p.col_threads, col = local % p.col_threads;
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  if (t >= p.T || col >= p.rot_cols) return;  // no barriers below; (col_threads == rot_cols: defensive)
+  // (col_threads == rot_cols: the second test is defensive.) Threads that leave take part in
+  // clean_scales's barriers first.
+  const bool live = t < p.T && col < p.rot_cols;
   const auto stage = [&](int64_t tok, int head0) {
     if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
     else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
@@ -854,10 +952,16 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     }
     stage(tok, st * kHeads);
   };
-  issue(t, 0);
-  int64_t pos = impl::load_position(p, row, t);
+  int64_t pos = 0;
   Loaded<int64_t> slot;  // kKv: the token's, loaded one token ahead; without a cache never judged
-  if constexpr (kKv) impl::load_slot(p, t, slot);
+  if (live) {
+    issue(t, 0);
+    pos = impl::load_position(p, row, t);
+    if constexpr (kKv) impl::load_slot(p, t, slot);
+  }
+  impl::CleanScales clean;  // kKv: once for all the block's tokens, while the first loads are out
+  if constexpr (kKv) clean = impl::clean_scales<S>(p);
+  if (!live) return;  // no barriers below
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
     int64_t pos_next = 0;
@@ -869,11 +973,11 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     } else {
       ptx::cp_async_commit();  // an empty group: this token's is still the older of two
     }
-    if (p.neox) impl::rotate_staged<S, VEC, true, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos);
-    else impl::rotate_staged<S, VEC, false, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos);
+    if (p.neox) impl::rotate_staged<S, VEC, true, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos, clean.k);
+    else impl::rotate_staged<S, VEC, false, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos, clean.k);
     if constexpr (kKv) {
       const int64_t at = impl::slot_at(p, slot);
-      if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1, true>(p, t, local, group, at, v_staged, s);
+      if (at >= 0) impl::copy_v<S, VEC, 2 * kHeads, 1, true>(p, t, local, group, at, clean.v, v_staged, s);
     }
     pos = pos_next;
     if constexpr (kKv) {

@@ -39,6 +39,7 @@ struct RopeParams {
   bool head_stage;     // copy them into shared memory (cp.async) instead, and rotate them from there
   bool v_stage;        // with head_stage and caches: copy each thread's first v vector there too
   bool kv_loads_first;  // kv_cache_write: kv_write_kernel (loads first) instead of rope_kernel
+  bool clean_scales;    // fp8 caches, 16-bit k and v: the block checks for clean multipliers (kernel.cuh)
   KvKind kv_kind;
   int rot_cols, pass_cols, col_threads, head_lanes, tokens_per_block;
 };

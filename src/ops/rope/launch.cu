@@ -18,6 +18,7 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
     if (resident == 0) {  // the query failed: the default kernel instead (staged, one stage;
       l.pipeline = false;  // kv_cache_write's loads-first kernel: no shared memory)
       l.smem_bytes = l.params.kv_loads_first ? 0 : l.smem_bytes / 2;
+      l.params.clean_scales = l.params.clean_scales && l.params.kv_loads_first;  // rope_kernel does not check
     }
   }
   if (launched != nullptr) *launched = l;  // what runs (last_launch())

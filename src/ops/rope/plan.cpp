@@ -147,6 +147,11 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     l.smem_bytes = static_cast<size_t>(2 * 2 * int64_t{c.threads} * kMaxAccessBytes);
   }
   p.kv_kind = kv;
+  // rope.clean_scales (kernel.cuh's clean_scales): fp8 caches with 16-bit k and v, in the kernels
+  // that check (kv_write_kernel and the persistent ones), in blocks of kCleanMinThreads or more.
+  p.clean_scales = (kv == KvKind::e4m3 || kv == KvKind::e5m2) && pr.elem_bytes == 2 &&
+                   detail::tune().rope_clean_scales != 0 && (l.pipeline || p.kv_loads_first) &&
+                   c.threads >= kCleanMinThreads;
   p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));
   p.rot_cols = c.rot_cols;

@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "check/host_tensor.h"
+#include "device/numeric/clean_multiplier.h"
+#include "device/numeric/storage.h"
+#include "emu/emu.h"
 #include "ops/common/ref_numeric.h"
+#include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
 #include "tejas/rope.h"
 
@@ -177,6 +183,64 @@ inline void check_cache(const check::HostTensor& cache, const check::HostTensor&
 inline void check_caches(const KvBuffers& b, const KvShape& s) {
   check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
   check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+}
+
+// The clean-multiplier verdict the host expects for an fp8 cache's scale (device/numeric/
+// clean_multiplier.h; candidates from the correctly rounded 1 / sc, which the kernels' Newton step
+// reaches from the fast reciprocal for the tests' scales: test_clean_multiplier.cpp): the
+// candidate index, or num::kCleanCandidates for none; and its dev::count_event name (kernel.cuh's
+// clean_event).
+template <num::CodeFormat F, class S>
+int clean_verdict(float sc) {
+  if (!num::clean_scale_range(sc)) return num::kCleanCandidates;
+  const num::CleanCandidates cand = num::clean_candidates(sc, 1.0f / sc);
+  uint32_t misses = 0;
+  for (int i = 0; i < num::kCleanItems<F>; ++i) misses |= num::clean_misses<F, S>(sc, i, cand);
+  return num::first_clean_index(misses);
+}
+inline int clean_verdict(DType x, DType cache, float sc) {
+  const bool bf16 = x == DType::bf16;
+  if (cache == DType::e4m3) return bf16 ? clean_verdict<num::CodeFormat::e4m3, num::Bf16>(sc)
+                                        : clean_verdict<num::CodeFormat::e4m3, num::F16>(sc);
+  return bf16 ? clean_verdict<num::CodeFormat::e5m2, num::Bf16>(sc) : clean_verdict<num::CodeFormat::e5m2, num::F16>(sc);
+}
+inline std::string clean_event(bool v, int candidate) {
+  return std::string("clean_scales ") + (v ? "v" : "k") + ": " +
+         (candidate < num::kCleanCandidates ? "candidate " + std::to_string(candidate) : std::string("none"));
+}
+
+// Tokens with a slot (>= 0).
+inline int64_t cached_tokens(const KvBuffers& b) {
+  int64_t n = 0;
+  for (int64_t t = 0; t < b.slots.numel(); ++t) n += b.slots.get({t}) >= 0;
+  return n;
+}
+
+// The blocks the emulator ran for a launch (the pipelined kernels' persistent grid is its
+// stand-in for the resident CTAs).
+inline int64_t emulated_blocks(const rotary::RopeLaunch& l) {
+  return l.pipeline ? rotary::pipe_blocks(l.config, rotary::kEmuResidentCtas) : l.config.blocks;
+}
+
+// The last emulated launch's clean-scale events: with the check on, every block's verdicts for k
+// and v are the host's, and each cache's vectors (`vectors` per cache: its cached tokens' Hk x D /
+// vec) were stored with the multiplier where its verdict is clean; off, none.
+inline void expect_clean_events(const emu::LaunchReport& rep, const rotary::RopeLaunch& l, DType x, DType cache,
+                                float k_scale, float v_scale, int64_t vectors) {
+  const bool on = l.params.clean_scales;
+  const int64_t blocks = emulated_blocks(l);
+  std::map<std::string, uint64_t> want;
+  if (on) {
+    const int vk = clean_verdict(x, cache, k_scale), vv = clean_verdict(x, cache, v_scale);
+    want[clean_event(false, vk)] += static_cast<uint64_t>(blocks);
+    want[clean_event(true, vv)] += static_cast<uint64_t>(blocks);
+    const int64_t clean = vectors * ((vk < num::kCleanCandidates) + (vv < num::kCleanCandidates));
+    if (clean > 0) want["clean_scales: vectors stored with a clean multiplier"] = static_cast<uint64_t>(clean);
+  }
+  std::map<std::string, uint64_t> got;
+  for (const auto& [name, n] : rep.counters.events)
+    if (name.rfind("clean_scales", 0) == 0) got[name] = n;
+  EXPECT_EQ(got, want) << "the blocks' clean-multiplier verdicts";
 }
 
 }  // namespace tejas::ropetest

@@ -320,10 +320,109 @@ void fp8_power_of_two_scales(check::Rng& rng, int loads_first, Backend backend,
   }
 }
 
+// Clean multipliers (kernel.cuh's clean_scales, planned for the loads-first and pipelined
+// kernels' 256-thread blocks here): every finite bf16 and f16 value (2047 tokens: kv_write_kernel's
+// last block has tail threads, which take part in the check and leave; the pipelined kernel's
+// partial blocks are PartialBlockRunsEveryScaleTest's) at k and v scales that differ and cover
+// each verdict for e4m3 on both (test_clean_multiplier.cpp: 0.05 the second candidate, 0.02 the
+// third, 7 / 128 none, so the per-value path; fp8_power_of_two_scales's 0.37 the first), and at
+// 0.05 again with the check off (rope.clean_scales=0: the per-value path where its corrections are
+// frequent), both fp8 formats, every code the exact quotient's, the check planned where it is on,
+// and on the emulator every block's verdicts the host's and each clean cache's vectors stored
+// with its multiplier (the report's dev::count_event tallies).
+void fp8_clean_scales(check::Rng& rng, Backend backend, int pipeline) {
+  struct Case {
+    float k, v;
+    int check;
+  };
+  for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+    for (DType qt : {DType::bf16, DType::f16}) {
+      for (const Case& c : {Case{0.05f, 0.02f, 1}, Case{0.02f, 0.0546875f, 1}, Case{0.0546875f, 0.05f, 1},
+                            Case{0.05f, 0.05f, 0}}) {
+        detail::Tune t;
+        t.rope_pipeline = pipeline;
+        t.rope_clean_scales = c.check;
+        const detail::ScopedTuneOverride variant(t);
+        SCOPED_TRACE(::testing::Message() << "rope.pipeline=" << pipeline << " rope.clean_scales=" << c.check
+                                          << " every " << dtype_name(qt) << " value -> " << dtype_name(cache_dt)
+                                          << " at scales k " << c.k << ", v " << c.v);
+        const KvShape s{2047, 1, 2, 16, 16, 128, 16};  // >= 65504 values per tensor: every finite one
+        KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, c.k, c.v);
+        ropetest::fill_every_value(b.k, b.v, qt);
+        write_caches(b, backend);
+        EXPECT_EQ(rotary::last_launch().params.clean_scales, c.check == 1);
+        if (backend == Backend::emulator)
+          ropetest::expect_clean_events(detail::last_emulator_reports().at(0), rotary::last_launch(), qt, cache_dt,
+                                        c.k, c.v, ropetest::cached_tokens(b) * s.Hk * s.D / rotary::last_launch().config.vec);
+        ropetest::check_caches(b, s);
+      }
+    }
+  }
+}
+
+TEST(KvCacheWrite, Fp8CachesAtCleanScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_clean_scales(rng, Backend::emulator, detail::Tune{}.rope_pipeline);
+  if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, detail::Tune{}.rope_pipeline);
+}
+
+TEST(KvCacheWrite, PipelineVariantAtCleanScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  fp8_clean_scales(rng, Backend::emulator, 3);
+  if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, 3);
+}
+
 TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
   TEJAS_SEEDED_TEST_RNG();
   fp8_power_of_two_scales(rng, 1, Backend::emulator);
   fp8_power_of_two_scales(rng, 0, Backend::emulator);
+}
+
+// A partial last block runs every test of the scale check: 65 tokens in 256-thread blocks of 64
+// tokens, so the second block has 4 live threads, and the 252 tests of the e4m3 check are shared
+// over all 256 (the others take part before they leave: a thread that left first would not be
+// waited for at the barrier, and its tests would silently not run). Every value is one whose
+// product with 20 (the first candidate for scale 0.05) lies on a code midpoint with the odd code
+// below it, where that candidate rounds up but the exact quotient (just below the midpoint) down:
+// +-3 x 2^-12 (20 x = 15 x 2^-10, between codes 7 and 8), the only such bf16 values. A check that
+// ran only its live threads' tests (of the four smallest midpoints) would pick that candidate and
+// write them wrong. Both kernels that check.
+TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<double> values;  // bf16 x with 20 x on an e4m3 midpoint above an odd code
+  HostTensor one(DType::bf16, {1});
+  for (uint32_t bits = 0; bits < 0x8000u; ++bits) {
+    one.set_bits_flat(0, bits);
+    const double x = one.get_flat(0), t = 20.0 * x;
+    if (!(t > 0.0 && t < 448.0)) continue;
+    const uint64_t lo = ref::encode(DType::e4m3, t);  // rounds a tie to the even code
+    const double a = ref::decode(DType::e4m3, lo), b = ref::decode(DType::e4m3, lo + (t > a ? 1 : -1));
+    if (t == (a + b) / 2 && ((t > a ? lo : lo - 1) & 1u)) values.push_back(x);
+  }
+  ASSERT_FALSE(values.empty());
+  for (int pipeline : {detail::Tune{}.rope_pipeline, 3}) {
+    detail::Tune t;
+    t.rope_pipeline = pipeline;
+    const detail::ScopedTuneOverride variant(t);
+    SCOPED_TRACE(::testing::Message() << "rope.pipeline=" << pipeline << ", " << values.size() << " values");
+    const KvShape s{65, 1, 2, 16, 16, 5, 16};
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::f32, kMaxPos, 0, 0.05, 0.05);
+    for (int64_t i = 0; i < b.k.numel(); ++i) {
+      const double x = values[static_cast<size_t>(i) % values.size()];
+      b.k.set_flat(i, x);
+      b.v.set_flat(i, -x);
+    }
+    write_caches(b, Backend::emulator);
+    const rotary::RopeLaunch l = rotary::last_launch();
+    EXPECT_TRUE(l.params.clean_scales);
+    EXPECT_EQ(l.config.threads, 256);
+    EXPECT_EQ(l.config.tokens_per_block, 64);
+    EXPECT_EQ(ropetest::emulated_blocks(l), 2);
+    ropetest::expect_clean_events(detail::last_emulator_reports().at(0), l, DType::bf16, DType::e4m3, 0.05f, 0.05f,
+                                  ropetest::cached_tokens(b) * s.Hk * s.D / l.config.vec);
+    EXPECT_EQ(ropetest::clean_verdict(DType::bf16, DType::e4m3, 0.05f), 1) << "the second candidate";
+    ropetest::check_caches(b, s);
+  }
 }
 
 // kv_cache_write's pipelined kernel (rope.pipeline=3: kv_pipe_kernel): every shape and cache

@@ -357,50 +357,88 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
 }
 
 // The pipelined kernel with caches (rope.pipeline=2; D = 16, so 16-byte columns and one head step
-// per thread: eligible), one and two heads per thread (Hq 1, Hk 3: with two, lane 1 holds two k
-// heads, both turns of its loop storing to the k cache; lane 0 the q head and a k head), at the
-// fp8 hard cases of the tests above:
-// the double-rounding values at their scale, every bf16 / f16 value at 0.37 and at 1 + 2^-23
-// (two heads), and values on code midpoints at extreme and power-of-two scales (bf16). Its k
-// stores test every value (round_quotient), its v stores filter (near_key) first, as
-// kv_write_kernel's do; positions 0 leave k unrotated; every code the exact quotient's, and every
-// case planned pipelined.
+// per thread: eligible), `heads` per thread (Hq 1, Hk 3: with two, lane 1 holds two k heads, both
+// turns of its loop storing to the k cache; lane 0 the q head and a k head), on `fill`'s values at
+// `scale` (v's: v_scale, or `scale` when 0): positions 0 leave k unrotated; every code the exact
+// quotient's, the case planned pipelined, and (clean) the scale check planned, every block's
+// verdicts the host's and each clean cache's vectors stored with its multiplier.
+template <class Fill>
+void run_pipelined(check::Rng& rng, int heads, DType qt, DType cache_dt, const KvShape& s, float scale,
+                   const char* what, const Fill& fill, bool clean = false, float v_scale = 0.0f) {
+  detail::Tune t = ropetest::head_stage(heads);
+  t.rope_pipeline = 2;
+  const detail::ScopedTuneOverride tune(t);
+  SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads << " " << dtype_name(qt) << " -> " << dtype_name(cache_dt)
+                                    << " " << what << " at scale " << scale << ", v " << v_scale);
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale,
+                                          v_scale != 0.0f ? v_scale : scale);
+  fill(b);
+  for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                      RopeStyle::neox, b.slots, b.paged()));
+  EXPECT_TRUE(rotary::last_launch().pipeline) << "planned the pipelined kernel";
+  if (clean) {
+    EXPECT_TRUE(rotary::last_launch().params.clean_scales) << "planned the check";
+    ropetest::expect_clean_events(detail::last_emulator_reports().at(0), rotary::last_launch(), qt, cache_dt, scale,
+                                  v_scale != 0.0f ? v_scale : scale,
+                                  ropetest::cached_tokens(b) * s.Hk * s.D / rotary::last_launch().config.vec);
+  }
+  ropetest::check_caches(b, s);
+}
+
+// The pipelined kernel (run_pipelined) at the fp8 hard cases of the tests above: the
+// double-rounding values at their scale, every bf16 / f16 value at 0.37 and at 1 + 2^-23 (two
+// heads), and values on code midpoints at extreme and power-of-two scales (bf16). Without a clean
+// multiplier (kernel.cuh's clean_scales) its k stores test every value (round_quotient) and its v
+// stores filter (near_key) first, as kv_write_kernel's do; the every-value scans' 256-thread
+// blocks check their scales, and 0.37's first candidate is clean (test_clean_multiplier.cpp).
 TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesRoundTheExactQuotient) {
   TEJAS_SEEDED_TEST_RNG();
   for (int heads : {1, 2}) {
-    detail::Tune t = ropetest::head_stage(heads);
-    t.rope_pipeline = 2;
-    const detail::ScopedTuneOverride tune(t);
     for (DType qt : {DType::bf16, DType::f16}) {
       for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
-        const auto run = [&](const KvShape& s, float scale, const char* what, const auto& fill) {
-          SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads << " " << dtype_name(qt) << " -> "
-                                            << dtype_name(cache_dt) << " " << what << " at scale " << scale);
-          KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, scale, scale);
-          fill(b);
-          for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
-          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                              RopeStyle::neox, b.slots, b.paged()));
-          EXPECT_TRUE(rotary::last_launch().pipeline) << "planned the pipelined kernel";
-          ropetest::check_caches(b, s);
-        };
         const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
         ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
         const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 47) / 48);
-        run({T, 1, 3, 16, 16, T, 1}, h.scale, "double-rounding values",
-            [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); });
+        run_pipelined(rng, heads, qt, cache_dt, {T, 1, 3, 16, 16, T, 1}, h.scale, "double-rounding values",
+                      [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); });
         if (heads == 2) {
           for (float scale : {0.37f, 0x1.000002p0f})
-            run({2048, 1, 3, 16, 16, 128, 16}, scale, "every value",
-                [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); });
+            run_pipelined(rng, heads, qt, cache_dt, {2048, 1, 3, 16, 16, 128, 16}, scale, "every value",
+                          [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); }, true);
         }
         if (qt != DType::bf16) continue;
         for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
-          run({16, 1, 3, 16, 16, 2, 16}, scale, "values on midpoints",
-              [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); });
+          run_pipelined(rng, heads, qt, cache_dt, {16, 1, 3, 16, 16, 2, 16}, scale, "values on midpoints",
+                        [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); });
       }
     }
   }
+}
+
+// The pipelined kernel's clean multipliers: every bf16 / f16 value (two heads per thread) at k and
+// v scales that differ and take the other verdicts for e4m3 on both (test_clean_multiplier.cpp:
+// 0.05 the second candidate, 0.02 the third, 7 / 128 none, so the per-value paths), both fp8
+// formats; every block's verdicts the host's and each clean cache's vectors stored with its
+// multiplier (run_pipelined's event check).
+TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesAtCleanScales) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (DType qt : {DType::bf16, DType::f16})
+    for (DType cache_dt : {DType::e4m3, DType::e5m2})
+      for (const auto& [k, v] : {std::pair{0.05f, 0.02f}, {0.02f, 0.0546875f}, {0.0546875f, 0.05f}})
+        run_pipelined(rng, 2, qt, cache_dt, {2047, 1, 3, 16, 16, 128, 16}, k, "every value",
+                      [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); }, true, v);
+  // A partial last block runs every test (test_kv_cache_write.cpp's PartialBlockRunsEveryScaleTest):
+  // 129 tokens in blocks of 128, so the second has 2 live threads; +-3 x 2^-12 at scale 0.05 is
+  // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
+  run_pipelined(rng, 2, DType::bf16, DType::e4m3, {129, 1, 3, 16, 16, 9, 16}, 0.05f, "3 x 2^-12, a partial block",
+                [&](KvBuffers& b) {
+                  for (int64_t i = 0; i < b.k.numel(); ++i) {
+                    b.k.set_flat(i, i % 2 ? 0x1.8p-11 : -0x1.8p-11);
+                    b.v.set_flat(i, i % 3 ? -0x1.8p-11 : 0x1.8p-11);
+                  }
+                }, true);
+  EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 128);
 }
 
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
