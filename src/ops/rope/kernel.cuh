@@ -708,7 +708,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
   int token, local;
   impl::group_position(p, token, local);
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  // Tail threads (t >= T) take part in clean_scales's barriers, then leave.
+  // Tail threads (t >= T) run their share of clean_scales's tests, then leave (a thread that left
+  // first would not be waited for at its barriers, and its tests would silently not run).
   const bool live = t < p.T;
   Loaded<int64_t> slot_loaded;
   Loaded<float> k_scale, v_scale;
@@ -792,7 +793,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
   impl::group_position(p, token, local);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  const bool live = t < p.T;  // threads that leave take part in clean_scales's barriers first
+  const bool live = t < p.T;  // threads that leave run their share of clean_scales's tests first
   // The thread's k and v vector (group == Hk x D / VEC: each vector of a row once).
   int64_t h, d0;
   impl::row_vector<VEC>(p, local, h, d0);
@@ -933,8 +934,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   const int lane = local / p.col_threads, col = local % p.col_threads;
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
-  // (col_threads == rot_cols: the second test is defensive.) Threads that leave take part in
-  // clean_scales's barriers first.
+  // (col_threads == rot_cols: the second test is defensive.) Threads that leave run their share of
+  // clean_scales's tests first.
   const bool live = t < p.T && col < p.rot_cols;
   const auto stage = [&](int64_t tok, int head0) {
     if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(tok), col, lane, head0);
