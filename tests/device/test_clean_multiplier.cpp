@@ -1,4 +1,4 @@
-// num::clean_misses / clean_candidates / first_clean (src/device/numeric/clean_multiplier.h)
+// num::clean_misses / clean_candidates / first_clean_index (src/device/numeric/clean_multiplier.h)
 // against brute force: for each scale and candidate multiplier c, every finite bf16 or f16 value
 // x is converted as the kernels do (encode(RN(x * c))) and compared with tejas::ref's float64
 // sat_rne(x / scale). The check must be exact both ways: a candidate it calls clean writes every
@@ -56,13 +56,6 @@ int64_t first_wrong(const Exact<F, S>& e, float c) {
   return -1;
 }
 
-template <CodeFormat F, class S>
-uint32_t all_misses(float sc, const num::CleanCandidates& cand) {
-  uint32_t m = 0;
-  for (int i = 0; i < num::kCleanItems<F>; ++i) m |= num::clean_misses<F, S>(sc, i, cand);
-  return m;
-}
-
 struct Tally {
   int scales = 0, c0 = 0, any = 0;
 };
@@ -74,7 +67,7 @@ void check_scale(float sc, int ulps, Tally& tally, const char* what) {
   const Exact<F, S> exact(sc);
   const float approx = num::bits_f32(num::f32_bits(1.0f / sc) + static_cast<uint32_t>(ulps));
   const num::CleanCandidates cand = num::clean_candidates(sc, approx);
-  const uint32_t misses = all_misses<F, S>(sc, cand);
+  const uint32_t misses = num::all_clean_misses<F, S>(sc, cand);
   for (int j = 0; j < num::kCleanCandidates; ++j) {
     const int64_t wrong = first_wrong(exact, cand.c[j]);
     const bool missed = (misses >> j & 1u) != 0;
@@ -83,8 +76,8 @@ void check_scale(float sc, int ulps, Tally& tally, const char* what) {
                                   << (wrong >= 0 ? ", but it writes x = " : ", and no value is written wrong")
                                   << (wrong >= 0 ? exact.x[static_cast<size_t>(wrong)] : 0.0f) << std::defaultfloat;
   }
-  // first_clean: the first candidate without a miss, which then writes every value right.
-  const float c = num::first_clean(cand, misses);
+  // The first candidate without a miss, which then writes every value right.
+  const float c = num::clean_candidate(cand, num::first_clean_index(misses));
   if (c != 0.0f) {
     EXPECT_EQ(first_wrong(exact, c), -1) << what << ": scale " << std::hexfloat << sc;
   }
@@ -148,7 +141,7 @@ template <CodeFormat F, class S>
 void expect_verdict(float sc, int want) {
   for (const int u : {-2, -1, 0, 1, 2}) {
     const float approx = num::bits_f32(num::f32_bits(1.0f / sc) + static_cast<uint32_t>(u));
-    EXPECT_EQ(num::first_clean_index(all_misses<F, S>(sc, num::clean_candidates(sc, approx))), want)
+    EXPECT_EQ(num::first_clean_index(num::all_clean_misses<F, S>(sc, num::clean_candidates(sc, approx))), want)
         << "scale " << sc << ", reciprocal " << u << " ulps off";
   }
 }

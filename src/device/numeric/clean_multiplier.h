@@ -101,9 +101,13 @@ __host__ __device__ inline float clean_candidate(const CleanCandidates& cand, in
   static_assert(kCleanCandidates == 3, "the selects below name each candidate");
   return j == 0 ? cand.c[0] : j == 1 ? cand.c[1] : j == 2 ? cand.c[2] : 0.0f;
 }
-// The first clean candidate, or 0 (none).
-__host__ __device__ inline float first_clean(const CleanCandidates& cand, uint32_t misses) {
-  return clean_candidate(cand, first_clean_index(misses));
+// Every test's misses OR-ed, on one thread: the host's verdict (a thread block shares the tests
+// out instead: ops/rope/kernel.cuh's find_clean_scales).
+template <CodeFormat F, class S>
+inline uint32_t all_clean_misses(float sc, const CleanCandidates& cand) {
+  uint32_t misses = 0;
+  for (int i = 0; i < kCleanItems<F>; ++i) misses |= clean_misses<F, S>(sc, i, cand);
+  return misses;
 }
 
 // Whether sc takes the check at all.

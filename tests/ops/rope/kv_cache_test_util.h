@@ -13,6 +13,7 @@
 #include "device/numeric/clean_multiplier.h"
 #include "device/numeric/storage.h"
 #include "emu/emu.h"
+#include "ops/common/emu_launch.h"
 #include "ops/common/ref_numeric.h"
 #include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
@@ -193,10 +194,7 @@ inline void check_caches(const KvBuffers& b, const KvShape& s) {
 template <num::CodeFormat F, class S>
 int clean_verdict(float sc) {
   if (!num::clean_scale_range(sc)) return num::kCleanCandidates;
-  const num::CleanCandidates cand = num::clean_candidates(sc, 1.0f / sc);
-  uint32_t misses = 0;
-  for (int i = 0; i < num::kCleanItems<F>; ++i) misses |= num::clean_misses<F, S>(sc, i, cand);
-  return num::first_clean_index(misses);
+  return num::first_clean_index(num::all_clean_misses<F, S>(sc, num::clean_candidates(sc, 1.0f / sc)));
 }
 inline int clean_verdict(DType x, DType cache, float sc) {
   const bool bf16 = x == DType::bf16;
@@ -222,15 +220,19 @@ inline int64_t emulated_blocks(const rotary::RopeLaunch& l) {
   return l.pipeline ? rotary::pipe_blocks(l.config, rotary::kEmuResidentCtas) : l.config.blocks;
 }
 
-// The last emulated launch's clean-scale events: with the check on, every block's verdicts for k
-// and v are the host's, and each cache's vectors (`vectors` per cache: its cached tokens' Hk x D /
-// vec) were stored with the multiplier where its verdict is clean; off, none.
-inline void expect_clean_events(const emu::LaunchReport& rep, const rotary::RopeLaunch& l, DType x, DType cache,
-                                float k_scale, float v_scale, int64_t vectors) {
-  const bool on = l.params.clean_scales;
+// The clean-scale events of the last emulated launch, which wrote b's caches: with the check on,
+// every block's verdicts for k's and v's scales are the host's, and each cache's vectors (its
+// cached tokens' Hk x D / vec) were stored with the multiplier where its verdict is clean; off,
+// none.
+inline void expect_clean_events(const KvBuffers& b) {
+  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  const rotary::RopeLaunch l = rotary::last_launch();
+  const DType x = b.k.dtype(), cache = b.k_cache.dtype();
+  const float k_scale = static_cast<float>(b.k_scale.get_flat(0)), v_scale = static_cast<float>(b.v_scale.get_flat(0));
+  const int64_t vectors = cached_tokens(b) * b.k.shape()[1] * b.k.shape()[2] / l.config.vec;
   const int64_t blocks = emulated_blocks(l);
   std::map<std::string, uint64_t> want;
-  if (on) {
+  if (l.params.clean_scales) {
     const int vk = clean_verdict(x, cache, k_scale), vv = clean_verdict(x, cache, v_scale);
     want[clean_event(false, vk)] += static_cast<uint64_t>(blocks);
     want[clean_event(true, vv)] += static_cast<uint64_t>(blocks);
