@@ -325,13 +325,15 @@ __device__ __forceinline__ CleanScales find_clean_scales(float ks, float vs) {
   }
   return {num::clean_candidate(ck, jk), num::clean_candidate(cv, jv)};
 }
+// k_scale, v_scale: as load_scale loaded them (every thread's, tail threads' too).
 template <class S>
-__device__ __forceinline__ CleanScales clean_scales(const RopeParams& p) {
+__device__ __forceinline__ CleanScales clean_scales(const RopeParams& p, const Loaded<float>& k_scale,
+                                                    const Loaded<float>& v_scale) {
   if constexpr (sizeof(typename S::Raw) != 2) {
     return {};  // f32 x: too many significant bits for one test per midpoint
   } else {
     if (!p.clean_scales) return {};  // uniform
-    const float ks = ptx::ld_global_nc(p.k_scale), vs = ptx::ld_global_nc(p.v_scale);
+    const float ks = k_scale.get(), vs = v_scale.get();
     return p.kv_kind == KvKind::e4m3 ? find_clean_scales<num::CodeFormat::e4m3, S>(ks, vs)
                                      : find_clean_scales<num::CodeFormat::e5m2, S>(ks, vs);
   }
@@ -712,12 +714,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
   // first would not be waited for at its barriers, and its tests would silently not run).
   const bool live = t < p.T;
   Loaded<int64_t> slot_loaded;
-  Loaded<float> k_scale, v_scale;
-  if (live) {
-    impl::load_slot(p, t, slot_loaded);
-    impl::load_scale(p, p.k_scale, k_scale);
-    impl::load_scale(p, p.v_scale, v_scale);
-  }
+  Loaded<float> k_scale, v_scale;  // every thread's: clean_scales's too
+  if (live) impl::load_slot(p, t, slot_loaded);
+  impl::load_scale(p, p.k_scale, k_scale);
+  impl::load_scale(p, p.v_scale, v_scale);
   const int64_t cols = p.D / VEC;
   const int64_t per_row = p.Hk * cols;  // vectors of k's row (and of v's)
   if (group == per_row) {  // uniform; the usual config (Hk x D / VEC <= 512)
@@ -732,13 +732,13 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
       impl::load_vec<VEC, true>(static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head + d0, rk);
       impl::load_vec<VEC, true>(static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0, rv);
     }
-    const impl::CleanScales clean = impl::clean_scales<S>(p);  // while the loads are out
+    const impl::CleanScales clean = impl::clean_scales<S>(p, k_scale, v_scale);  // while the loads are out
     if (!live) return;
     const int64_t slot = impl::slot_at(p, slot_loaded);
     if (slot >= 0) impl::store_kv_vectors<S, VEC>(p, slot, h, d0, k_scale, v_scale, clean, rk, rv);
     return;
   }
-  const impl::CleanScales clean = impl::clean_scales<S>(p);
+  const impl::CleanScales clean = impl::clean_scales<S>(p, k_scale, v_scale);
   if (!live) return;
   for (int64_t base = local; base < 2 * per_row; base += impl::kKvBatch * group) {
     Raw r[impl::kKvBatch][VEC];
@@ -788,7 +788,6 @@ template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const RopeParams p) {
   using Raw = typename S::Raw;
   static_assert(VEC * sizeof(Raw) == kMaxAccessBytes, "16-byte k and v vectors");
-  using W = typename num::AccessWord<kMaxAccessBytes>::type;
   int token, local;
   impl::group_position(p, token, local);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
@@ -799,25 +798,22 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
   impl::row_vector<VEC>(p, local, h, d0);
   const Raw* k_src = static_cast<const Raw*>(p.k) + h * p.k_head + d0;
   const Raw* v_src = static_cast<const Raw*>(p.v) + h * p.v_head + d0;
-  const auto slot_of = [&](int st, int which) {  // which: 0 k, 1 v
-    return dev::dynamic_smem<unsigned char>() +
-           ((static_cast<int64_t>(st) * 2 + which) * blockDim.x + threadIdx.x) * kMaxAccessBytes;
-  };
+  // Stage st's slots are head slot st's two accesses (head_slot's layout): k's vector, then v's.
   const auto issue = [&](int64_t tok, int st) {
     const int64_t at = ptx::mov_opaque(tok);
-    ptx::cp_async_16(slot_of(st, 0), k_src + at * p.k_tok);
-    ptx::cp_async_16(slot_of(st, 1), v_src + at * p.v_tok);
+    ptx::cp_async_16(impl::head_slot<2, kMaxAccessBytes>(st, 0), k_src + at * p.k_tok);
+    ptx::cp_async_16(impl::head_slot<2, kMaxAccessBytes>(st, 1), v_src + at * p.v_tok);
     ptx::cp_async_commit();
   };
   Loaded<int64_t> slot;
-  Loaded<float> k_scale, v_scale;  // fp8 caches: once per thread
+  Loaded<float> k_scale, v_scale;  // fp8 caches: once per thread (tail threads' too: clean_scales)
   if (live) {
     issue(t, 0);
     impl::load_slot(p, t, slot);
-    impl::load_scale(p, p.k_scale, k_scale);
-    impl::load_scale(p, p.v_scale, v_scale);
   }
-  const impl::CleanScales clean = impl::clean_scales<S>(p);  // once for all the block's tokens
+  impl::load_scale(p, p.k_scale, k_scale);
+  impl::load_scale(p, p.v_scale, v_scale);
+  const impl::CleanScales clean = impl::clean_scales<S>(p, k_scale, v_scale);  // once for all the block's tokens
   if (!live) return;  // no barriers below
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
@@ -829,13 +825,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
       ptx::cp_async_commit();  // an empty group: this token's is still the older of two
     }
     ptx::cp_async_wait<1>();
-    Raw rk[VEC], rv[VEC];
-    const W wk = ptx::ld_shared(reinterpret_cast<const W*>(slot_of(s, 0)));
-    const W wv = ptx::ld_shared(reinterpret_cast<const W*>(slot_of(s, 1)));
-    memcpy(rk, &wk, sizeof wk);
-    memcpy(rv, &wv, sizeof wv);
+    Raw kv[2 * VEC];  // k's vector, then v's
+    impl::read_head_slots<2>(s, kv);
     const int64_t at = impl::slot_at(p, slot);
-    if (at >= 0) impl::store_kv_vectors<S, VEC>(p, at, h, d0, k_scale, v_scale, clean, rk, rv);
+    if (at >= 0) impl::store_kv_vectors<S, VEC>(p, at, h, d0, k_scale, v_scale, clean, kv, kv + VEC);
     if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
   }
   ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit
@@ -961,7 +954,12 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     if constexpr (kKv) impl::load_slot(p, t, slot);
   }
   impl::CleanScales clean;  // kKv: once for all the block's tokens, while the first loads are out
-  if constexpr (kKv) clean = impl::clean_scales<S>(p);
+  if constexpr (kKv) {
+    Loaded<float> k_scale, v_scale;
+    impl::load_scale(p, p.k_scale, k_scale);
+    impl::load_scale(p, p.v_scale, v_scale);
+    clean = impl::clean_scales<S>(p, k_scale, v_scale);
+  }
   if (!live) return;  // no barriers below
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
