@@ -45,16 +45,12 @@ KernelFn kernel_for_dtype(DType dtype, int vec, bool stage, bool kv_first) {
     default: return nullptr;
   }
 }
-// heads: RopeConfig::heads_in_flight (1 or 2; anything else: nullptr). stage: the rope.head_stage
-// kernels (RopeParams::head_stage; 16-byte accesses). kv_first: kv_cache_write's loads-first
-// kernels (RopeParams::kv_loads_first).
+// heads: plan.h's kernel_heads_in_flight (1 or 2; anything else: nullptr). stage: the
+// rope.head_stage kernels (RopeParams::head_stage; 16-byte accesses). kv_first: kv_cache_write's
+// loads-first kernels (RopeParams::kv_loads_first).
 inline KernelFn select_kernel(DType dtype, int vec, int heads, bool stage, bool kv_first) {
   if (heads == 1) return kernel_for_dtype<1>(dtype, vec, stage, kv_first);
   if (heads == kMaxHeadsInFlight) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
-  // The wide step's plan (heads kPipeWideHeads) without its pipeline (launch.cu's fallback when the
-  // occupancy query fails): the two-head kernel, whose head loop takes the heads past its first
-  // step itself (its staged slots, one stage of the wide plan's, hold more than it reads).
-  if (heads == kPipeWideHeads) return kernel_for_dtype<kMaxHeadsInFlight>(dtype, vec, stage, kv_first);
   return nullptr;
 }
 
@@ -98,7 +94,7 @@ inline KernelFn select_kv_pipe_kernel(DType dtype) {
 inline KernelFn kernel_of(const RopeLaunch& l) {
   if (l.pipeline && l.params.kv_loads_first) return select_kv_pipe_kernel(l.dtype);
   if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight, l.params.kv_kind != KvKind::none);
-  return select_kernel(l.dtype, l.config.vec, l.config.heads_in_flight, l.params.head_stage, l.params.kv_loads_first);
+  return select_kernel(l.dtype, l.config.vec, kernel_heads_in_flight(l), l.params.head_stage, l.params.kv_loads_first);
 }
 
 }  // inline namespace TEJAS_BUILD_NS

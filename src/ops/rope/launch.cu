@@ -14,12 +14,10 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   RopeLaunch l = planned;
   int64_t resident = 0;
   if (l.pipeline) {
-    resident = detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(l)), l.config.threads, l.smem_bytes);
-    if (resident == 0) {  // the query failed: the default kernel instead (staged, one stage;
-      l.pipeline = false;  // kv_cache_write's loads-first kernel: no shared memory)
-      l.smem_bytes = l.params.kv_loads_first ? 0 : l.smem_bytes / 2;
-      l.params.clean_scales = l.params.clean_scales && l.params.kv_loads_first;  // rope_kernel does not check
-    }
+    resident = pipeline_fallback_forced() ? 0
+                                          : detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(l)),
+                                                                  l.config.threads, l.smem_bytes);
+    if (resident == 0) l = without_pipeline(l);  // the query failed: the default kernel instead
   }
   if (launched != nullptr) *launched = l;  // what runs (last_launch())
   const KernelFn kernel = kernel_of(l);

@@ -12,6 +12,10 @@ static_assert(tejas::detail::kTuneMaxRopeHeads == tejas::rotary::kMaxHeadsInFlig
 namespace tejas::rotary {
 namespace {
 
+// rope.pipeline asks for the pipelined kernels of this op: 1 (the default) for the ops without
+// caches (rope, mrope), 2 for rope_kv_cache_write too, 3 for kv_cache_write too (kv_pipe_kernel).
+bool pipeline_asked(int pipeline, KvKind kv) { return pipeline >= 2 || (pipeline == 1 && kv == KvKind::none); }
+
 KvKind kv_kind_of(const RopeArgs& a) {
   if (!a.cache.k_cache.defined()) return KvKind::none;
   switch (a.cache.k_cache.dtype) {
@@ -60,7 +64,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   // defaults (rope.heads per op, head staging, rope.pipeline >= 1) where two heads per thread
   // need a second step and three make one.
   if (rotates && kv == KvKind::none && heads == 0 && detail::tune().rope_head_stage != 0 &&
-      detail::tune().rope_pipeline >= 1 && !pipe_eligible(pr, l.config)) {
+      pipeline_asked(detail::tune().rope_pipeline, kv) && !pipe_eligible(pr, l.config)) {
     RopeProblem wide = pr;
     wide.heads_in_flight = kPipeWideHeads;
     const RopeConfig cw = choose_config(wide);
@@ -136,11 +140,11 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
   const int64_t one_stage = stage_bytes + (p.v_stage ? int64_t{c.threads} * kMaxAccessBytes : 0);
   l.smem_bytes = p.head_stage ? static_cast<size_t>(one_stage) : 0;
-  // rope.pipeline: two stages of the head slots and of the v slots (kernel.cuh's rope_pipe_kernel);
-  // 1 (the default) for the ops without caches (rope, mrope), 2 for rope_kv_cache_write too, 3
-  // for kv_cache_write too (kv_pipe_kernel: two stages of a k and a v slot per thread).
+  // rope.pipeline (pipeline_asked): two stages of the head slots and of the v slots (kernel.cuh's
+  // rope_pipe_kernel); for kv_cache_write, two stages of a k and a v slot per thread
+  // (kv_pipe_kernel).
   const int pipeline = detail::tune().rope_pipeline;
-  l.pipeline = p.head_stage && (pipeline >= 2 || (pipeline == 1 && kv == KvKind::none)) && pipe_eligible(pr, c);
+  l.pipeline = p.head_stage && pipeline_asked(pipeline, kv) && pipe_eligible(pr, c);
   if (l.pipeline) l.smem_bytes = static_cast<size_t>(2 * one_stage);
   if (p.kv_loads_first && pipeline == 3 && kv_pipe_eligible(pr, c)) {
     l.pipeline = true;
@@ -166,14 +170,29 @@ RopeLaunch plan_launch(const RopeArgs& a) {
 
 namespace tejas::rotary {
 
+RopeLaunch without_pipeline(const RopeLaunch& planned) {
+  RopeLaunch l = planned;
+  if (!l.pipeline) return l;
+  l.pipeline = false;
+  l.smem_bytes = l.params.kv_loads_first ? 0 : l.smem_bytes / 2;
+  l.params.clean_scales = l.params.clean_scales && l.params.kv_loads_first;
+  return l;
+}
+
 namespace {
 thread_local RopeLaunch g_last_launch;
+thread_local bool g_force_fallback = false;
 }  // namespace
+
+ScopedPipelineFallback::ScopedPipelineFallback() : saved_(g_force_fallback) { g_force_fallback = true; }
+ScopedPipelineFallback::~ScopedPipelineFallback() { g_force_fallback = saved_; }
+bool pipeline_fallback_forced() { return g_force_fallback; }
 
 RopeLaunch last_launch() { return g_last_launch; }
 
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
-  const RopeLaunch l = plan_launch(a);
+  RopeLaunch l = plan_launch(a);
+  if (backend == Backend::emulator && g_force_fallback) l = without_pipeline(l);
   g_last_launch = l;
   if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
 #if TEJAS_WITH_CUDA

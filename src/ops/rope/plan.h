@@ -1,6 +1,7 @@
 // Host side of the rope family's kernel backends: validated tensor views -> problem, config and
 // kernel parameters (plan_launch), and the launchers of each backend (launch_emu.cpp, launch.cu).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct RopeLaunch {
   bool pipeline = false;      // rope.pipeline: rope_pipe_kernel on a persistent grid (two stages of slots)
 };
 
+// The heads in flight of the kernel a launch runs: the plan's, except that the staged kernels go
+// up to kMaxHeadsInFlight, so the wide step's plan without its pipeline (without_pipeline) runs
+// the two-head kernel, whose head loop takes the heads past its first step itself (its staged
+// slots, one stage of the wide plan's, hold more than it reads).
+inline int kernel_heads_in_flight(const RopeLaunch& l) {
+  return l.pipeline ? l.config.heads_in_flight : std::min(l.config.heads_in_flight, kMaxHeadsInFlight);
+}
+
 // The emulator's stand-in for the CTAs a GPU holds at once (the pipelined kernel's grid there):
 // small, so that tests of a few tokens already walk several per CTA.
 inline constexpr int64_t kEmuResidentCtas = 3;
@@ -39,8 +48,29 @@ RopeLaunch plan_launch(const RopeArgs& a);
 // Runs the kernel through the emulator (host tensors). Starts a new emulator call record.
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l);
 
+// The launch a pipelined plan falls back to when the GPU's occupancy query fails (launch.cu):
+// the same config's staged kernel with one stage of slots, or, from kv_cache_write's
+// kv_pipe_kernel, the loads-first kernel without shared memory. The staged kernel that rotates
+// (rope_kernel) does not check clean multipliers; kv_write_kernel does. Other plans: unchanged.
+RopeLaunch without_pipeline(const RopeLaunch& l);
+
+// Tests: while one is alive, this thread's pipelined plans run without_pipeline's launch on either
+// backend, as if the GPU's occupancy query had failed, so that the emulator covers the fallback.
+class ScopedPipelineFallback {
+ public:
+  ScopedPipelineFallback();
+  ~ScopedPipelineFallback();
+  ScopedPipelineFallback(const ScopedPipelineFallback&) = delete;
+  ScopedPipelineFallback& operator=(const ScopedPipelineFallback&) = delete;
+
+ private:
+  bool saved_;
+};
+bool pipeline_fallback_forced();
+
 // The cuda backend (launch.cu); only in builds with device code. *launched (when given): the
-// launch as run (the staged kernel when a pipelined plan's occupancy query failed).
+// launch as run (without_pipeline's when a pipelined plan's occupancy query failed or
+// pipeline_fallback_forced()).
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& l, RopeLaunch* launched = nullptr);
 
 }  // namespace tejas::rotary

@@ -75,7 +75,7 @@ void run_tuned(std::initializer_list<detail::Tune> tunes, Run&& run) {
 
 // After an emulator call under rope.head_stage=1: when the plan staged (16-byte accesses), the
 // rotary bytes of each thread's first step (its first column in its first heads: min(heads,
-// head_lanes x heads in flight) heads, min(rot_cols, col_threads) columns of 2 x pairs elements)
+// head_lanes x the kernel's heads in flight) heads, min(rot_cols, col_threads) columns of 2 x pairs elements)
 // went through cp.async exactly once - all of them unless heads or columns outnumber the lanes;
 // otherwise none did. With rope.v_stage (caches): each token's first min(Hk x D / vec, group)
 // v vectors too, every token's (a skipped one's included), once each.
@@ -89,7 +89,7 @@ inline bool expect_head_stage_bytes(int64_t T, int64_t heads, int64_t rotary, DT
   const rotary::RopeLaunch l = rotary::last_launch();
   const bool staged = l.params.head_stage;
   const rotary::RopeConfig& c = l.config;
-  const int64_t first_heads = std::min<int64_t>(heads, int64_t{c.head_lanes} * c.heads_in_flight);
+  const int64_t first_heads = std::min<int64_t>(heads, int64_t{c.head_lanes} * rotary::kernel_heads_in_flight(l));
   const int64_t cols = std::min(c.rot_cols, c.col_threads);
   EXPECT_EQ(int64_t{c.rot_cols} * 2 * c.pairs, rotary);
   const uint64_t bytes = detail::last_emulator_reports().at(0).counters.cp_async_bytes;

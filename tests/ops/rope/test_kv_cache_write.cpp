@@ -5,6 +5,8 @@
 // (compulsory bytes, sector-ideal requests); validation naming the argument; index contents.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -364,10 +366,17 @@ TEST(KvCacheWrite, Fp8CachesAtCleanScales) {
   if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, detail::Tune{}.rope_pipeline);
 }
 
+// kv_pipe_kernel, and its occupancy fallback (rotary::without_pipeline, forced as on a GPU whose
+// query failed: kv_write_kernel, which checks its scales too).
 TEST(KvCacheWrite, PipelineVariantAtCleanScales) {
   TEJAS_SEEDED_TEST_RNG();
-  fp8_clean_scales(rng, Backend::emulator, 3);
-  if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, 3);
+  for (bool fallback : {false, true}) {
+    std::optional<rotary::ScopedPipelineFallback> forced;
+    if (fallback) forced.emplace();
+    fp8_clean_scales(rng, Backend::emulator, 3);
+    if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, 3);
+    EXPECT_EQ(rotary::last_launch().pipeline, !fallback);
+  }
 }
 
 TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
@@ -426,7 +435,8 @@ TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
 // dtype of run_all against the expectations (few tokens: one per thread), and two longer runs of
 // tokens whose planned blocks outnumber the emulator's 3 CTAs, so each thread walks several
 // (every third token skipped); the eligible shapes (16-byte vectors, a token's vectors one per
-// thread) planned pipelined and the others not; the fp8 hard values and the power-of-two and
+// thread) planned pipelined and the others not, and (bf16) their occupancy fallback
+// (rotary::without_pipeline: kv_write_kernel without shared memory); the fp8 hard values and the power-of-two and
 // every-value scans through it (the every-value scans walk tokens too); the GPU too when
 // present, with a case of more blocks than one wave. Counters (Llama-3.1-8B's kv heads, 40 tokens): each token's k and v rows
 // copied through cp.async exactly once, the skipped tokens' too, the cache rows written once,
@@ -450,6 +460,14 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
           run(rng, s, dt, cache_dt, backend);
           EXPECT_EQ(rotary::last_launch().pipeline, eligible)
               << "T " << s.T << " Hk " << s.Hk << " D " << s.D << " on " << backend_name(backend);
+          if (eligible && dt == DType::bf16) {  // the occupancy fallback: kv_write_kernel, no shared memory
+            const rotary::ScopedPipelineFallback fallback;
+            run(rng, s, dt, cache_dt, backend);
+            const rotary::RopeLaunch l = rotary::last_launch();
+            EXPECT_FALSE(l.pipeline);
+            EXPECT_TRUE(l.params.kv_loads_first);
+            EXPECT_EQ(l.smem_bytes, 0u);
+          }
           if (backend == Backend::emulator && s.T >= 200) {
             EXPECT_GT(rotary::last_launch().config.blocks, rotary::kEmuResidentCtas) << "T " << s.T << ": CTAs walk tokens";
           }

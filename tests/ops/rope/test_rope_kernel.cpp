@@ -181,54 +181,33 @@ TEST(RopeKernel, PipelineVariantMatchesReference) {
 // heads and one k head of D = 64, gptj) has 8 columns of 16-bit pairs, so 64 lanes of two heads
 // (128) need a second step and 43 lanes of three make one: under the defaults bf16 and f16 are
 // planned pipelined with three heads and match the reference (the emulator's 3 CTAs walk its 20
-// tokens, one per block); neox's 4 columns keep two heads in one step; f32 (16 columns: 96 heads at three) is not
-// pipelined. The wide plan without its pipeline (the GPU launch's fallback when its occupancy
-// query fails: the staged two-head kernel, walking the heads past its first step) is run
-// directly on the emulator and matches too.
+// tokens, one per block); neox's 4 columns keep two heads in one step; f32 (16 columns: 96 heads
+// at three) is not pipelined. The wide plan's occupancy fallback (rotary::without_pipeline, forced
+// by ScopedPipelineFallback as on a GPU whose query failed: the staged kernel with three heads and
+// one stage of slots, walking the heads past its first step) matches too.
 TEST(RopeKernel, WideStepPipelinesManyHeads) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
   const Shape s{20, 128, 1, 64, 64, 0};
   for (DType qt : {DType::bf16, DType::f16}) {
     run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::emulator);
-    EXPECT_TRUE(rotary::last_launch().pipeline) << dtype_name(qt);
-    EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kPipeWideHeads) << dtype_name(qt);
+    const rotary::RopeLaunch wide = rotary::last_launch();
+    EXPECT_TRUE(wide.pipeline) << dtype_name(qt);
+    EXPECT_EQ(wide.config.heads_in_flight, rotary::kPipeWideHeads) << dtype_name(qt);
     run_and_compare(rng, s, qt, qt, RopeStyle::neox, Backend::emulator);
     EXPECT_TRUE(rotary::last_launch().pipeline);
     EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kMaxHeadsInFlight);
+    const rotary::ScopedPipelineFallback fallback;
+    run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::emulator);
+    const rotary::RopeLaunch l = rotary::last_launch();
+    EXPECT_FALSE(l.pipeline) << dtype_name(qt);
+    EXPECT_TRUE(l.params.head_stage);
+    EXPECT_EQ(l.config.heads_in_flight, rotary::kPipeWideHeads);
+    EXPECT_EQ(l.smem_bytes, wide.smem_bytes / 2) << "one stage of slots";
   }
   run_and_compare(rng, s, DType::f32, DType::f32, RopeStyle::gptj, Backend::emulator);
   EXPECT_FALSE(rotary::last_launch().pipeline);
   EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kMaxHeadsInFlight);
-  // The staged fallback: the wide plan with the pipeline off and one stage of shared memory, as
-  // launch.cu runs it.
-  for (DType qt : {DType::bf16, DType::f16}) {
-    SCOPED_TRACE(dtype_name(qt));
-    Inputs in = make_inputs(rng, s, qt, DType::f32);
-    HostTensor q_ref(qt, {s.T, s.Hq, s.D}), k_ref(qt, {s.T, s.Hk, s.D});
-    q_ref.copy_from(in.q);
-    k_ref.copy_from(in.k);
-    TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), in.pos, q_ref, k_ref, in.cache, RopeStyle::gptj));
-    rotary::RopeArgs a;
-    a.positions = in.pos;
-    a.q = in.q;
-    a.k = in.k;
-    a.cos_sin = in.cache;
-    a.style = RopeStyle::gptj;
-    rotary::RopeLaunch l = rotary::plan_launch(a);
-    ASSERT_TRUE(l.pipeline);
-    ASSERT_EQ(l.config.heads_in_flight, rotary::kPipeWideHeads);
-    l.pipeline = false;
-    l.smem_bytes /= 2;
-    ExecContext ctx;
-    ctx.backend = Backend::emulator;
-    TEJAS_ASSERT_OK(rotary::launch_emulator("rope", ctx, a, l));
-    EXPECT_TRUE(detail::last_emulator_reports().at(0).ok()) << detail::last_emulator_reports().at(0).summary();
-    auto r = check::compare(in.q, q_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1));
-    EXPECT_TRUE(r.ok) << "q: " << r.message;
-    r = check::compare(in.k, k_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(k_ref) + 1));
-    EXPECT_TRUE(r.ok) << "k: " << r.message;
-  }
 }
 
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.
@@ -244,6 +223,34 @@ struct PlanInputs {
     return a;
   }
 };
+
+// The occupancy fallback of every pipelined plan (rotary::without_pipeline, as launch.cu runs it
+// when the GPU's occupancy query fails): the staged kernel of the same config with one stage of
+// slots (rope_pipe_kernel's plans, rope.pipeline=1 here), the loads-first kernel without shared
+// memory (kv_pipe_kernel's, test_kv_cache_write.cpp); plans that do not pipeline unchanged.
+TEST(RopeKernel, PipelineFallbackMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});
+  const rotary::ScopedPipelineFallback fallback;
+  ropetest::run_tuned({ropetest::head_stage(2)}, [&](Backend b) {
+    for (const Shape& s : {Shape{64, 4, 2, 64, 64, 0}, Shape{45, 3, 1, 128, 64, 8}})
+      for (DType qt : {DType::bf16, DType::f16}) {
+        run_and_compare(rng, s, qt, DType::f32, RopeStyle::neox, b);
+        EXPECT_FALSE(rotary::last_launch().pipeline);
+        EXPECT_TRUE(rotary::last_launch().params.head_stage);
+      }
+  });
+  PlanInputs in;
+  const rotary::RopeLaunch planned = rotary::plan_launch(in.args());
+  ASSERT_TRUE(planned.pipeline);
+  const rotary::RopeLaunch l = rotary::without_pipeline(planned);
+  EXPECT_FALSE(l.pipeline);
+  EXPECT_EQ(l.smem_bytes, planned.smem_bytes / 2);
+  EXPECT_EQ(l.config.blocks, planned.config.blocks);
+  EXPECT_EQ(l.config.heads_in_flight, planned.config.heads_in_flight);
+  const rotary::RopeLaunch again = rotary::without_pipeline(l);
+  EXPECT_EQ(again.smem_bytes, l.smem_bytes) << "a plan without a pipeline is its own fallback";
+}
 
 // rope.head_stage is planned only with the tune on (the default) and 16-byte accesses, with its
 // slots' bytes.

@@ -439,6 +439,39 @@ TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesAtCleanScales) {
   EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 128);
 }
 
+// The pipelined kernel's occupancy fallback (rotary::without_pipeline, forced as on a GPU whose
+// occupancy query failed): rope_kernel with the same config and one stage of slots, which does not
+// check clean multipliers, so its k stores test every value at 0.05 (the first candidate's misses
+// included: every bf16 / f16 value) - caches exact, no verdict recorded. Emulator, and the GPU
+// when present.
+TEST(RopeKvCacheWriteKernel, PipelineFallbackMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  detail::Tune t = ropetest::head_stage(2);
+  t.rope_pipeline = 2;
+  const detail::ScopedTuneOverride tune(t);
+  const KvShape s{2047, 1, 3, 16, 16, 128, 16};
+  for (DType qt : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(qt));
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, DType::e4m3, DType::f32, kMaxPos, 0, 0.05, 0.02);
+    ropetest::fill_every_value(b.k, b.v, qt);
+    for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
+    const rotary::RopeLaunch planned = rotary::plan_launch(
+        {b.pos, b.q, b.k, b.v, b.cache, b.slots, b.paged(), RopeStyle::neox, false, {0, 0, 0}});
+    ASSERT_TRUE(planned.pipeline);
+    ASSERT_TRUE(planned.params.clean_scales);
+    const rotary::ScopedPipelineFallback fallback;
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                        RopeStyle::neox, b.slots, b.paged()));
+    const rotary::RopeLaunch l = rotary::last_launch();
+    EXPECT_FALSE(l.pipeline);
+    EXPECT_FALSE(l.params.clean_scales) << "rope_kernel does not check";
+    EXPECT_TRUE(l.params.head_stage);
+    EXPECT_EQ(l.smem_bytes, planned.smem_bytes / 2);
+    ropetest::expect_clean_events(b);
+    ropetest::check_caches(b, s);
+  }
+}
+
 // Views 2 bytes into their buffers (bf16): the one-element path, caches still exact.
 TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   TEJAS_SEEDED_TEST_RNG();
