@@ -24,6 +24,12 @@
 //                          to (refined instead where s = amax / 448 exactly): no per-value
 //                          midpoint test and no near-midpoint branch (quant_math.h); 0 = version
 //                          5. Not measured on GPU
+//   quant.clean_table=0..1  quant_mx nvfp4 from bf16 / f16 under quant.fast_convert=1: version 7
+//                          (1, default; the same codes): where the grid holds >= 4 warp steps per
+//                          resident CTA, persistent CTAs each build a table of clean multipliers
+//                          for every block scale at the tensor scale (clean_multiplier.h), so
+//                          groups with one need no near-midpoint filter and no reciprocal; 0 =
+//                          version 5. Not measured on GPU
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -152,6 +158,7 @@ struct Tune {
   int quant_max_grid = 0;
   int quant_fast_convert = 1;
   int quant_tie_bias = 1;
+  int quant_clean_table = 1;
   int dequant_steps = 2;
   int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;

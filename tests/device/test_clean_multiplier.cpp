@@ -27,7 +27,9 @@ using tejas::num::F16;
 namespace num = tejas::num;
 
 template <CodeFormat F>
-constexpr tejas::DType kCodeDtype = F == CodeFormat::e4m3 ? tejas::DType::e4m3 : tejas::DType::e5m2;
+constexpr tejas::DType kCodeDtype = F == CodeFormat::e4m3   ? tejas::DType::e4m3
+                                    : F == CodeFormat::e5m2 ? tejas::DType::e5m2
+                                                            : tejas::DType::e2m1;
 
 // Every finite value of S and its exact code at scale sc (float64 division: a non-tie quotient of
 // a 16-bit x by an f32 scale lies far more than 2^-53 from every midpoint, so no false tie).
@@ -35,15 +37,20 @@ template <CodeFormat F, class S>
 struct Exact {
   std::vector<float> x;
   std::vector<uint8_t> code;
-  Exact(float sc) {
+  explicit Exact(float sc) : Exact(1.0f, sc) {}
+  // The exact product a * b as the divisor (a * b of two f32 numbers is exact in float64);
+  // positive_only: the values of S above zero (the codes of -x are those of x with the sign set,
+  // on both sides of the check).
+  Exact(float a, float b, bool positive_only = false) {
+    const double d = static_cast<double>(a) * static_cast<double>(b);
     for (uint32_t b = 0; b < 65536; ++b) {
       const uint16_t bits = static_cast<uint16_t>(b);
       typename S::Raw r;
       std::memcpy(&r, &bits, sizeof bits);
       const float v = S::to_f32(r);
-      if (!std::isfinite(v)) continue;
+      if (!std::isfinite(v) || (positive_only && !(v > 0.0f))) continue;
       x.push_back(v);
-      code.push_back(static_cast<uint8_t>(tejas::ref::encode(kCodeDtype<F>, static_cast<double>(v) / sc)));
+      code.push_back(static_cast<uint8_t>(tejas::ref::encode(kCodeDtype<F>, static_cast<double>(v) / d)));
     }
   }
 };
@@ -125,6 +132,51 @@ void check_family(const char* name) {
   EXPECT_GE(random.any, random.scales - 4);
   EXPECT_GE(calibrated.any, calibrated.scales - 6);
 }
+
+// nvfp4's divisors (ops/quant/kernel.cuh's clean table): block_scale * tensor_scale for every
+// positive e4m3 block scale (e2m1 codes, the two-factor form of clean_misses), and 6 *
+// tensor_scale (the block scale's own e4m3 code from the group's 16-bit amax), at tensor scales
+// that are random, calibrated (RN(A / 2688) for a 16-bit global amax A, as a serving engine sets
+// it), 1 (each divisor a block scale, whose few bits make exact ties of x / bs: 3 x 2^k has no
+// clean multiplier), and the validated range's ends (positive x: the check and the conversions
+// are symmetric in the sign). Candidates from RN(1 / RN(a b)) moved by up
+// to 2 ulps, as the kernel's fdividef. Every verdict against brute force over every finite bf16 /
+// f16 value; no value written wrong by a clean candidate.
+template <class S>
+void check_nvfp4(const char* name) {
+  SCOPED_TRACE(name);
+  TEJAS_SEEDED_TEST_RNG();
+  const float global_amax =
+      S::to_f32(S::from_f32(static_cast<float>(std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.randint(-4, 8))))));
+  const float tensor_scales[] = {1.0f, 0x1p-64f, 0x1p64f, random_scale(rng, -20, 4), global_amax / 2688.0f};
+  int codes = 0, clean_codes = 0;
+  for (const float ts : tensor_scales) {
+    const int u = static_cast<int>(rng.randint(-2, 2));
+    const auto check = [&]<CodeFormat F>(float a, const Exact<F, S>& exact, const char* what) {
+      const float d = a * ts;
+      const float approx = num::bits_f32(num::f32_bits(1.0f / d) + static_cast<uint32_t>(u));
+      const num::CleanCandidates cand = num::clean_candidates(d, approx);
+      const uint32_t misses = num::all_clean_misses<F, S>(a, ts, cand);
+      for (int j = 0; j < num::kCleanCandidates; ++j) {
+        const int64_t wrong = first_wrong(exact, cand.c[j]);
+        EXPECT_EQ((misses >> j & 1u) != 0, wrong >= 0)
+            << what << " " << std::hexfloat << a << " x tensor scale " << ts << ", candidate " << j << " ("
+            << cand.c[j] << ")" << (wrong >= 0 ? ": writes x = " : ": writes every value right, yet rejected ")
+            << (wrong >= 0 ? exact.x[static_cast<size_t>(wrong)] : 0.0f) << std::defaultfloat;
+      }
+      return num::first_clean_index(misses) < num::kCleanCandidates;
+    };
+    check.template operator()<CodeFormat::e4m3>(6.0f, Exact<CodeFormat::e4m3, S>(6.0f, ts, true), "6");
+    for (int b = 1; b <= 0x7E; ++b) {
+      const float bs = num::e4m3_to_f32(static_cast<uint8_t>(b));
+      clean_codes += check.template operator()<CodeFormat::e2m1>(bs, Exact<CodeFormat::e2m1, S>(bs, ts, true), "block scale");
+      ++codes;
+    }
+  }
+  std::printf("  %s: %d of %d (tensor scale, block scale) divisors with a clean multiplier\n", name, clean_codes, codes);
+}
+TEST(CleanMultiplier, Nvfp4VerdictsMatchEveryValueBf16) { check_nvfp4<Bf16>("nvfp4, bf16"); }
+TEST(CleanMultiplier, Nvfp4VerdictsMatchEveryValueF16) { check_nvfp4<F16>("nvfp4, f16"); }
 
 TEST(CleanMultiplier, VerdictsMatchEveryValueE4m3Bf16) { check_family<CodeFormat::e4m3, Bf16>("e4m3, bf16"); }
 TEST(CleanMultiplier, VerdictsMatchEveryValueE4m3F16) { check_family<CodeFormat::e4m3, F16>("e4m3, f16"); }

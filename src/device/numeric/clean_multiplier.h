@@ -1,12 +1,13 @@
-// Clean multipliers: fp8 codes of x / sc from one f32 product per value, with no midpoint test,
-// for every x of a 16-bit dtype (bf16, f16) at a given scale sc, when that scale allows it.
+// Clean multipliers: fp8 / fp4 codes of x / sc from one f32 product per value, with no midpoint
+// test, for every x of a 16-bit dtype (bf16, f16) at a given scale sc, when that scale allows it.
 //
 // A multiplier c > 0 is clean for (F, S, sc) when encode_F(RN(x * c)) == sat_rne_F(x / sc) for
 // every finite x of S (encode: round to nearest even, saturating, as the cvt instructions do).
 // Whether a candidate is clean is decided exactly, one test per rounding midpoint of F below its
-// largest value (kCleanItems<F>: 126 for e4m3, 123 for e5m2; above it both sides saturate), and
-// a thread block shares those tests out once (ops/rope/kernel.cuh's clean_scales), instead of
-// every value paying for a near-midpoint test (exact_round.h's near_key / round_quotient).
+// largest value (kCleanItems<F>: 126 for e4m3, 123 for e5m2, 7 for e2m1; above it both sides
+// saturate), and a thread block shares those tests out once (ops/rope/kernel.cuh's clean_scales,
+// ops/quant/kernel.cuh's nvfp4 clean table), instead of every value paying for a near-midpoint
+// test (exact_round.h's near_key / round_quotient).
 //
 // Why one x per midpoint decides it. Let q = x / sc, t = RN(x * c) and |c sc - 1| <= E, with
 // E < 2^-20 for the candidates below (c0 within ~1 ulp of 1 / sc, the others 2 ulps from c0, so
@@ -49,7 +50,7 @@ inline constexpr float kCleanMaxScale = 0x1p100f;
 // The code of F's largest finite value: the midpoints tested lie between codes i and i + 1 for
 // i < kCleanItems<F>.
 template <CodeFormat F>
-inline constexpr int kCleanItems = F == CodeFormat::e4m3 ? 0x7E : 0x7B;
+inline constexpr int kCleanItems = F == CodeFormat::e4m3 ? 0x7E : F == CodeFormat::e5m2 ? 0x7B : 0x7;
 
 inline constexpr int kCleanCandidates = 3;
 struct CleanCandidates {
@@ -69,15 +70,24 @@ __host__ __device__ inline CleanCandidates clean_candidates(float sc, float appr
 // sc in [kCleanMinScale, kCleanMaxScale]; the candidates clean_candidates' (the one-value
 // argument needs c within ~2^-13 of 1 / sc, f16's spacing: a multiplier farther off can misround
 // other values than xn).
+// The divisor may also be an exact product a * b that f32 need not hold (nvfp4's block_scale *
+// tensor_scale: a the block scale or 6, b the tensor scale) when m * a is exact for every
+// midpoint m (m has at most 5 significant bits, so any a of at most 19 significant bits, at most
+// 448 in magnitude, will do; a block scale has 4, 6 has 2) and a * b lies in the checked range:
+// xn is then RN_S(RN(m * a * b)), the S value nearest to m a b, and the residual's sign comes
+// from one fma(m * a, b, -xn) (the exact residual, a multiple of ulp(m a) ulp(b) and of xn's ulp,
+// is far above f32's smallest subnormal at these scales, so it never rounds to zero). The candidates are clean_candidates' for RN(a * b), within ~1 ulp more of
+// 1 / (a * b) (E still below 2^-20). clean_misses(sc, i, cand) is the product 1 * sc.
 template <CodeFormat F, class S>
-__host__ __device__ inline uint32_t clean_misses(float sc, int i, const CleanCandidates& cand) {
+__host__ __device__ inline uint32_t clean_misses(float a, float b, int i, const CleanCandidates& cand) {
   const float lo = CodeTraits<F>::decode(static_cast<uint8_t>(i));
   const float hi = CodeTraits<F>::decode(static_cast<uint8_t>(i + 1));
   const float m = (lo + hi) * 0.5f;  // exact: both on F's grid, their sum below 2^17
-  const float xn = S::to_f32(S::from_f32(m * sc));
-  if (!(xn <= kF32Max)) return 0;  // m sc beyond S's range: no finite x near it
+  const float ma = m * a;            // exact (above)
+  const float xn = S::to_f32(S::from_f32(ma * b));
+  if (!(xn <= kF32Max)) return 0;  // m a b beyond S's range: no finite x near it
   const int even = i + (i & 1);
-  const float r = fmaf(m, sc, -xn);  // m sc - xn, its sign exact
+  const float r = fmaf(ma, b, -xn);  // m a b - xn, its sign exact
   const int exact = r > 0.0f ? i : r < 0.0f ? i + 1 : even;
   uint32_t misses = 0;
   for (int j = 0; j < kCleanCandidates; ++j) {
@@ -86,6 +96,10 @@ __host__ __device__ inline uint32_t clean_misses(float sc, int i, const CleanCan
     misses |= static_cast<uint32_t>(code != exact) << j;
   }
   return misses;
+}
+template <CodeFormat F, class S>
+__host__ __device__ inline uint32_t clean_misses(float sc, int i, const CleanCandidates& cand) {
+  return clean_misses<F, S>(1.0f, sc, i, cand);
 }
 
 // The index of the first clean candidate given the misses of every test (OR-ed), or
@@ -104,10 +118,14 @@ __host__ __device__ inline float clean_candidate(const CleanCandidates& cand, in
 // Every test's misses OR-ed, on one thread: the host's verdict (a thread block shares the tests
 // out instead: ops/rope/kernel.cuh's find_clean_scales).
 template <CodeFormat F, class S>
-inline uint32_t all_clean_misses(float sc, const CleanCandidates& cand) {
+inline uint32_t all_clean_misses(float a, float b, const CleanCandidates& cand) {
   uint32_t misses = 0;
-  for (int i = 0; i < kCleanItems<F>; ++i) misses |= clean_misses<F, S>(sc, i, cand);
+  for (int i = 0; i < kCleanItems<F>; ++i) misses |= clean_misses<F, S>(a, b, i, cand);
   return misses;
+}
+template <CodeFormat F, class S>
+inline uint32_t all_clean_misses(float sc, const CleanCandidates& cand) {
+  return all_clean_misses<F, S>(1.0f, sc, cand);
 }
 
 // Whether sc takes the check at all.

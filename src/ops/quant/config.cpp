@@ -79,6 +79,16 @@ QuantConfig make_quant_config(const QuantProblem& p) {
   return c;
 }
 
+QuantConfig with_clean_table(const QuantProblem& p, QuantConfig c, int64_t resident_ctas) {
+  if (!c.vectorized || !c.fast_convert || !p.nvfp4_scales || p.x_bytes != 2 || !p.clean_table || resident_ctas <= 0)
+    return c;
+  if (c.grid < kCleanMinSteps * resident_ctas) return c;
+  c.clean_table = true;
+  c.smem_bytes = kCleanTableBytes;
+  c.grid = resident_ctas;
+  return c;
+}
+
 DequantConfig make_dequant_config(const DequantProblem& p) {
   DequantConfig c;
   const int vec = kVecBytes / p.out_bytes;
@@ -102,7 +112,8 @@ std::string QuantConfig::to_string() const {
   std::ostringstream os;
   if (vectorized) {
     os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, " << steps
-       << " tiles/step, " << (fast_convert ? "fast conversion, " : "") << (tie_bias ? "tie bias, " : "");
+       << " tiles/step, " << (fast_convert ? "fast conversion, " : "") << (tie_bias ? "tie bias, " : "")
+       << (clean_table ? "clean table (persistent), " : "");
   } else {
     os << "generic (warp per group, " << elems_per_lane << " elems per lane), ";
   }

@@ -49,6 +49,8 @@ struct QuantProblem {
   bool f32_scales = false;   // the fp8_f32 rule (divisors that are not powers of two)
   bool fast_convert = true;  // TEJAS_TUNE quant.fast_convert: allow the version 5 conversions
   bool tie_bias = true;      // TEJAS_TUNE quant.tie_bias: allow version 6 (with fast_convert)
+  bool nvfp4_scales = false;  // the nvfp4 rule (e4m3 block scales times a tensor scale)
+  bool clean_table = true;    // TEJAS_TUNE quant.clean_table: allow version 7 (with fast_convert)
 };
 
 struct QuantConfig {
@@ -69,11 +71,26 @@ struct QuantConfig {
   // per-group biased 1 / s (quant_math.h's tie_bias), no near-midpoint test, in every group
   // (below the amax clamp too).
   bool tie_bias = false;
+  // Version 7 (vectorized, nvfp4, 16-bit x, with fast_convert; with_clean_table): a per-block
+  // table of clean multipliers (kernel.cuh's Nvfp4CleanTable, smem_bytes of dynamic shared
+  // memory) on a persistent grid of the CTAs the GPU holds at once.
+  bool clean_table = false;
+  int64_t smem_bytes = 0;
   int64_t grid = 1;
   std::string to_string() const;
 };
 
 QuantConfig make_quant_config(const QuantProblem& p);
+
+// Bytes of kernel.cuh's Nvfp4CleanTable (static_assert'ed there).
+inline constexpr int64_t kCleanTableBytes = 128 * 4;
+// Version 7 needs at least this many warp steps per block (each block builds its table once:
+// ~150 instructions per thread, against ~700 per warp step of four tiles).
+inline constexpr int64_t kCleanMinSteps = 4;
+// c with version 7 where it applies (make_quant_config's vectorized nvfp4 config for 16-bit x,
+// fast_convert, the tune on) and the grid holds at least kCleanMinSteps steps per resident CTA
+// (resident_ctas: what the GPU holds at once; 0 = unknown, none): the grid becomes resident_ctas.
+QuantConfig with_clean_table(const QuantProblem& p, QuantConfig c, int64_t resident_ctas);
 
 struct DequantProblem {
   int out_bytes = 2;   // element size of out: 2 or 4

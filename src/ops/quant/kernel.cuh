@@ -7,10 +7,14 @@
 #include <cstring>
 #include <type_traits>
 
+#include "device/math.h"
+#include "device/numeric/clean_multiplier.h"
 #include "device/numeric/convert.h"
 #include "device/numeric/packed_half.h"
 #include "device/numeric/storage.h"
+#include "device/probe.h"
 #include "device/ptx/ld_st.h"
+#include "device/smem.h"
 #include "device/unroll.h"
 #include "ops/quant/config.h"
 #include "ops/quant/params.h"
@@ -69,7 +73,7 @@ struct GroupScale {
   uint32_t bits = 0;   // the scale as stored (f32 bits, or a ue8m0 / e4m3 code)
   float inv = 1.0f;    // ~ 1 / divisor
   float a = 1.0f, b = 1.0f;  // divisor = a * b exactly (a * midpoint exact in f32)
-  bool pow2 = false;   // divisor a power of two: x * inv is exact
+  bool pow2 = false;   // x * inv needs no midpoint test: a power-of-two divisor (exact), or version 7's clean multiplier
   bool zero = false;   // every code of the group is +0 (nvfp4 block_scale 0)
   bool nan = false;
 };
@@ -264,6 +268,109 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
   return num::half2_to_e2m1_lanes<X>(v);
 }
 
+// Version 7 (config.clean_table; nvfp4 from 16-bit x, with kFast): clean multipliers
+// (device/numeric/clean_multiplier.h) for every divisor the tensor scale ts allows. A block
+// builds, once, a table in shared memory: for each positive e4m3 block-scale code b, a c whose
+// RN(x c) converts to sat_rne_e2m1(x / (bs ts)) for every 16-bit x, or 0 where none of the
+// candidates is (divisors whose quotients have exact ties that no multiplier lands on, such as
+// bs = 3 at ts = 1, or a product outside the checked range); and c6, the same for the block
+// scale's own code sat_rne_e4m3(amax / (6 ts)) (amax is a 16-bit value too). A group with a
+// clean c then takes t = x c with no near-midpoint filter (num::near_key) and no reciprocal;
+// its block scale, where c6 is clean, one product and one conversion. Groups without one keep
+// version 5's path. The table's 7 x 126 e2m1 tests and c6's 126 e4m3 tests are shared over the
+// block's 256 threads (two threads per code, each at most 4 tests; one e4m3 test per thread),
+// about 150 instructions and one to four barriers, run after the block's first loads are
+// issued; planned (config.cpp's with_clean_table) on a persistent grid where each block has at
+// least kCleanMinSteps warp steps to spread that over.
+struct Nvfp4CleanTable {
+  float c[128];  // by e4m3 code: 0 none; code 0 (block scale 0: codes replaced by +0) 1; 127 (NaN) 0
+};
+static_assert(sizeof(Nvfp4CleanTable) == kCleanTableBytes, "config.h's size of the table");
+inline constexpr int kCleanCodes = 0x7E;  // positive finite e4m3 codes 1 .. 126 (448)
+static_assert(kThreads >= 2 * kCleanCodes && kThreads >= num::kCleanItems<CodeFormat::e4m3>,
+              "every test of the clean table has a thread");
+// dev::count_event names (the emulator's report; tests check the verdicts).
+__device__ __forceinline__ const char* clean_table_event(int candidate) {
+  switch (candidate) {
+    case 0: return "nvfp4 clean table: block scale code, candidate 0";
+    case 1: return "nvfp4 clean table: block scale code, candidate 1";
+    case 2: return "nvfp4 clean table: block scale code, candidate 2";
+    default: return "nvfp4 clean table: block scale code, none";
+  }
+}
+// Every thread of the block calls it (barriers); returns c6 (0: none).
+template <class X>
+__device__ __forceinline__ float build_clean_table(Nvfp4CleanTable* table, float ts) {
+  using num::CleanCandidates;
+  constexpr int kItems = num::kCleanItems<CodeFormat::e2m1>;
+  constexpr int kHalf = (kItems + 1) / 2;
+  constexpr int kCands = num::kCleanCandidates;
+  const int tid = static_cast<int>(threadIdx.x);
+  // Two threads per code: midpoints [0, kHalf) and [kHalf, kItems). (2.5, 3.5 and 5 are twice
+  // 1.25, 1.75 and 2.5, and doubling x and t is exact, so their tests repeat those except where
+  // 2 x leaves x's range; they are kept: the second thread of the pair runs them at no extra
+  // time.)
+  const int code = tid / 2 + 1, half = tid % 2;
+  const bool mine = tid < 2 * kCleanCodes;
+  const float bs = num::e4m3_to_f32(static_cast<uint8_t>(mine ? code : 1));
+  const float d = bs * ts;
+  const bool in = mine && num::clean_scale_range(d);
+  const CleanCandidates cand = num::clean_candidates(d, dev::fdividef(1.0f, d));
+  uint32_t misses = 0;
+  if (in) {
+    for (int i = half * kHalf; i < (half + 1) * kHalf && i < kItems; ++i)
+      misses |= num::clean_misses<CodeFormat::e2m1, X>(bs, ts, i, cand);
+  }
+  misses |= __shfl_xor_sync(kFullMask, misses, 1);  // the code's other half (same warp)
+  if (mine && half == 0) {
+    const int j = in ? num::first_clean_index(misses) : kCands;
+    ptx::st_shared(&table->c[code], num::clean_candidate(cand, j));
+    dev::count_event(j < kCands ? "nvfp4 clean table: codes with a clean multiplier"
+                                : "nvfp4 clean table: codes without");
+  }
+  if (tid == 0) ptx::st_shared(&table->c[0], 1.0f);
+  if (tid == 1) ptx::st_shared(&table->c[0x7F], 0.0f);
+  // c6: one e4m3 test per thread; the first barrier also publishes the table.
+  const float d6 = kE2m1Max * ts;
+  const bool in6 = num::clean_scale_range(d6);
+  const CleanCandidates cand6 = num::clean_candidates(d6, dev::fdividef(1.0f, d6));
+  const uint32_t misses6 =
+      in6 && tid < num::kCleanItems<CodeFormat::e4m3> ? num::clean_misses<CodeFormat::e4m3, X>(kE2m1Max, ts, tid, cand6) : 0u;
+  uint32_t any = 0;
+  if (__syncthreads_or(static_cast<int>(misses6 & 1u)) != 0) {
+    #pragma unroll 1
+    for (int j = 1; j < kCands; ++j) any |= static_cast<uint32_t>(__syncthreads_or(static_cast<int>(misses6 >> j & 1u)) != 0) << j;
+    any |= 1u;
+  }
+  const int j6 = in6 ? num::first_clean_index(any) : kCands;
+  if (tid == 0) dev::count_event(clean_table_event(j6));
+  return num::clean_candidate(cand6, j6);
+}
+// Version 7's GroupScale for nvfp4: the block scale's code from c6 where it is clean, the
+// divisor's clean multiplier from the table (pow2 set: x * inv needs no midpoint test), else
+// group_scale's exact forms.
+__device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, float ts, float c6,
+                                                        const Nvfp4CleanTable* table) {
+  GroupScale g;
+  g.nan = nan;
+  if (nan) {
+    g.bits = CodeTraits<CodeFormat::e4m3>::kNaN;
+    return g;
+  }
+  const uint8_t code = c6 != 0.0f ? num::f32_to_e4m3(amax * c6)
+                                  : quantize_exact<CodeFormat::e4m3>(amax, inverse_6ts(ts), kE2m1Max, ts);
+  const float bs = num::e4m3_to_f32(code);
+  const float c = ptx::ld_shared(&table->c[code]);
+  g.bits = code;
+  g.zero = bs == 0.0f;
+  g.a = bs;
+  g.b = ts;
+  g.pow2 = c != 0.0f;
+  g.inv = g.pow2 ? c : 1.0f / (bs * ts);
+  if (g.pow2) dev::count_event("nvfp4 clean table: group-lanes quantized with a clean multiplier");
+  return g;
+}
+
 // kFast: version 5 (config.fast_convert; e2m1 codes, or the fp8_f32 rule). kTieBias: version 6
 // (config.tie_bias; the fp8_f32 rule for 16-bit x, with kFast): the codes of x / s from
 // quant_math.h's tie_biased_quotient, no near-midpoint test (below the amax clamp too: checked
@@ -273,7 +380,7 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
 // per lane) had some lane of the warp take it in 99.8 % of chunk steps (61.6 % with
 // near_midpoint, which tells midpoints from code values: groups with s = amax / 448 exactly, and
 // the ties of q0 = 448 x / amax that rho moves by 2^-24, quant_math.h).
-template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false>
+template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false, bool kClean = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
@@ -292,6 +399,7 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   static_assert(kPairsPerWord * kPairBits <= 32, "a word holds its pairs");
   static_assert(!kFast || F == CodeFormat::e2m1 || R == ScaleRule::fp8_f32, "version 5: e2m1, or fp8 f32 scales");
   static_assert(!kTieBias || (kFast && R == ScaleRule::fp8_f32 && sizeof(S) == 2), "version 6: fp8 f32 scales, 16-bit x");
+  static_assert(!kClean || (kFast && R == ScaleRule::nvfp4 && sizeof(S) == 2), "version 7: nvfp4, 16-bit x");
   // e2m1 codes: 16-bit x with MX scales: x * 2^-e and its codes as packed 16-bit pairs; the
   // other e2m1 kernels: the f32 values x * (1 / D) (nudged off midpoints), converted in pairs
   // through bf16 rounded to odd (num::f32x2_to_e2m1_lanes). The inexact rules (nvfp4, fp8_f32):
@@ -309,14 +417,13 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   // A tile: the groups_per_warp groups the warp quantizes at once. A warp step covers p.steps
   // consecutive tiles (steps > 1 only with one chunk per lane), all their loads issued first.
   const int64_t step_groups = groups_per_warp * p.steps;
-  // Uniform per warp: every lane takes part in the shuffles, idle segments with amax 0.
-  for (int64_t base = warp * step_groups; base < total; base += num_warps * step_groups) {
-    // Unit u of this lane: chunk u of group base + seg (steps 1), or the one chunk of group
-    // base + u * groups_per_warp + seg (steps > 1). NOTES: every load is issued before the
-    // first use (predicated, no branch between them), so a lane has chunks x steps x 16 bytes in
-    // flight; with the loads inside the amax loop ptxas issued them one after another.
+  // Unit u of this lane: chunk u of group base + seg (steps 1), or the one chunk of group
+  // base + u * groups_per_warp + seg (steps > 1). NOTES: every load is issued before the first
+  // use (predicated, no branch between them), so a lane has chunks x steps x 16 bytes in flight;
+  // with the loads inside the amax loop ptxas issued them one after another.
+  uint4 raw[kMaxChunks];
+  const auto load_step = [&](int64_t base) {
     const int64_t g0 = base + seg;
-    uint4 raw[kMaxChunks];
     GroupAt at{g0 / groups_per_row, g0 % groups_per_row};  // row >= rows: an idle segment
 TEJAS_QUANT_UNROLL
     for (int u = 0; u < kMaxChunks; ++u) {
@@ -328,14 +435,28 @@ TEJAS_QUANT_UNROLL
         raw[u] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
       }
     }
+  };
+  // Version 7: the block's clean table, built while its first step's loads are out (every thread
+  // of the block: barriers).
+  [[maybe_unused]] Nvfp4CleanTable* const table = kClean ? dev::dynamic_smem<Nvfp4CleanTable>() : nullptr;
+  [[maybe_unused]] float c6 = 0.0f;
+  const int64_t first_base = warp * step_groups;
+  if constexpr (kClean) {
+    load_step(first_base);
+    c6 = build_clean_table<X>(table, load_tensor_scale(p.tensor_scale));
+  }
+  // Uniform per warp: every lane takes part in the shuffles, idle segments with amax 0.
+  for (int64_t base = first_base; base < total; base += num_warps * step_groups) {
+    if (!kClean || base != first_base) load_step(base);
+    const int64_t g0 = base + seg;
     // nvfp4's tensor scale, loaded after the step's x loads (one address: an L1 hit after the
     // first step on an SM). NOTES: loaded at the kernel's start, as before, 1 / (6 ts) and ts's
     // move to a uniform register made every thread wait for it before its first x load (SASS,
     // sm_90a): one more DRAM trip at the head of every nvfp4 quant chain. ptx::mov_opaque did not
     // keep ptxas from hoisting that move.
     const float ts = R == ScaleRule::nvfp4 ? load_tensor_scale(p.tensor_scale) : 1.0f;
-    const float inv_6ts = R == ScaleRule::nvfp4 ? inverse_6ts(ts) : 1.0f;
-    at = GroupAt{g0 / groups_per_row, g0 % groups_per_row};
+    const float inv_6ts = R == ScaleRule::nvfp4 && !kClean ? inverse_6ts(ts) : 1.0f;
+    GroupAt at{g0 / groups_per_row, g0 % groups_per_row};
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
     // the tile loop rolled, raw[] went to local memory, and each 16-byte load waited for its data
@@ -364,7 +485,9 @@ TEJAS_QUANT_UNROLL
       if (!active) return;
       const bool nan = bits > Abs::kInf;
       const float amax = Abs::amax(bits);
-      GroupScale gs = group_scale<F>(R, amax, nan, ts, inv_6ts);
+      GroupScale gs;
+      if constexpr (kClean) gs = clean_group_scale(amax, nan, ts, c6, table);
+      else gs = group_scale<F>(R, amax, nan, ts, inv_6ts);
       // Version 6: the group's biased reciprocal (unused for NaN groups, whose codes are replaced).
       [[maybe_unused]] TieBias tb;
       if constexpr (kTieBias) tb = tie_bias(amax, __uint_as_float(gs.bits), gs.inv);
@@ -406,15 +529,20 @@ TEJAS_QUANT_UNROLL
           for (int i = 0; i < kVec; ++i) t[i] = tie_biased_quotient(X::to_f32(e[i]), tb);
         } else if constexpr (kFast && kInexact) {
           // nvfp4 and fp8_f32, version 5: the wider, cheaper filter (num::near_key) for the
-          // chunk's branch.
-          uint32_t key = ~0u;
+          // chunk's branch; version 7's groups with a clean multiplier (gs.pow2): none.
+          if (kClean && gs.pow2) {
 TEJAS_QUANT_UNROLL
-          for (int i = 0; i < kVec; ++i) {
-            t[i] = X::to_f32(e[i]) * gs.inv;
-            const uint32_t k = num::near_key<F>(t[i]);
-            key = k < key ? k : key;
+            for (int i = 0; i < kVec; ++i) t[i] = X::to_f32(e[i]) * gs.inv;
+          } else {
+            uint32_t key = ~0u;
+TEJAS_QUANT_UNROLL
+            for (int i = 0; i < kVec; ++i) {
+              t[i] = X::to_f32(e[i]) * gs.inv;
+              const uint32_t k = num::near_key<F>(t[i]);
+              key = k < key ? k : key;
+            }
+            near = key <= num::kNearKeyMax<F>;
           }
-          near = key <= num::kNearKeyMax<F>;
         } else {
 TEJAS_QUANT_UNROLL
           for (int i = 0; i < kVec; ++i) {

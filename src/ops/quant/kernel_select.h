@@ -17,9 +17,13 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias) {
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
+  if constexpr (sizeof(typename X::Raw) == 2) {
+    if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4)
+      return quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true, false, true>;
+  }
   if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
                                                            : quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
   if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
@@ -37,13 +41,14 @@ QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
 // fast (the config's fast_convert): version 5, for e2m1 codes and the fp8_f32 rule; tie_bias (the
-// config's): version 6, for the fp8_f32 rule with 16-bit x.
+// config's): version 6, for the fp8_f32 rule with 16-bit x; clean (the config's clean_table):
+// version 7, for the nvfp4 rule with 16-bit x.
 inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool fast,
-                                       bool tie_bias) {
+                                       bool tie_bias, bool clean) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast, tie_bias);
-    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast, tie_bias);
-    default: return quant_kernel_for<F32>(f, rule, vectorized, fast, tie_bias);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast, tie_bias, clean);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast, tie_bias, clean);
+    default: return quant_kernel_for<F32>(f, rule, vectorized, fast, tie_bias, clean);
   }
 }
 
@@ -79,7 +84,7 @@ inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_la
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
 inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
   return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert,
-                             l.config.tie_bias);
+                             l.config.tie_bias, l.config.clean_table);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
   return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert,

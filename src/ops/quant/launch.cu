@@ -1,5 +1,6 @@
 // CUDA launchers of the quantization kernels (the instantiations live in kernel_select.h).
 #include "ops/common/cuda_check.h"
+#include "ops/common/resident.h"
 #include "runtime/device_copy.h"
 #include "ops/quant/checks.h"
 #include "ops/quant/kernel_select.h"
@@ -28,14 +29,23 @@ Status run_cuda(const char* op, const ExecContext& ctx, const Plan& plan, bool c
     TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   return for_each_launch(plan, [&](auto kernel, const auto& l) {
-    kernel<<<static_cast<unsigned>(l.config.grid), l.config.threads, 0, stream>>>(l.params);
+    kernel<<<static_cast<unsigned>(l.config.grid), l.config.threads, static_cast<size_t>(smem_bytes(l.config)), stream>>>(
+        l.params);
     return detail::cuda_launch_status(op);
   });
 }
 
 }  // namespace
 
-Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& plan, bool check_tensor_scale) {
+Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& planned, bool check_tensor_scale) {
+  QuantPlan plan = planned;
+  // Version 7's persistent grid: the CTAs the GPU holds at once of its kernel (0 when the query
+  // fails: version 5 instead).
+  const DType x = plan.t.data->dtype;
+  if (plan.rule == ScaleRule::nvfp4 && (x == DType::bf16 || x == DType::f16)) {
+    const QuantKernel clean = select_quant_kernel(x, CodeFormat::e2m1, ScaleRule::nvfp4, true, true, false, true);
+    plan.resident_ctas = detail::resident_ctas(reinterpret_cast<const void*>(clean), kThreads, kCleanTableBytes);
+  }
   return run_cuda(op, ctx, plan, check_tensor_scale);
 }
 

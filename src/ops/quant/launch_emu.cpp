@@ -14,15 +14,18 @@ Status run_emu(const char* op, const ExecContext& ctx, const Plan& plan, std::in
   detail::EmuBuffers buffers(tensors);
   return for_each_launch(plan, [&](auto kernel, const auto& l) {
     const emu::LaunchReport rep = emu::launch(
-        detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.grid)), dim3(l.config.threads), 0), kernel,
-        l.params);
+        detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.grid)), dim3(l.config.threads),
+                            static_cast<size_t>(smem_bytes(l.config))),
+        kernel, l.params);
     return detail::emu_status(op, rep);
   });
 }
 
 }  // namespace
 
-Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& plan) {
+Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& planned) {
+  QuantPlan plan = planned;
+  plan.resident_ctas = kEmuResidentCtas;
   const PlanTensors& t = plan.t;
   return run_emu(op, ctx, plan,
                  {{t.data, emu::Access::read},

@@ -181,7 +181,9 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.f32_scales = plan.rule == ScaleRule::fp8_f32;
   prob.fast_convert = detail::tune().quant_fast_convert != 0;
   prob.tie_bias = detail::tune().quant_tie_bias != 0;
-  l.config = make_quant_config(prob);
+  prob.nvfp4_scales = plan.rule == ScaleRule::nvfp4;
+  prob.clean_table = detail::tune().quant_clean_table != 0;
+  l.config = with_clean_table(prob, make_quant_config(prob), plan.resident_ctas);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
   p.steps = l.config.steps;

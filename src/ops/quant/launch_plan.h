@@ -42,7 +42,15 @@ struct Plan {
 
 struct QuantPlan : Plan {
   ScaleRule rule = ScaleRule::fp8_f32;
+  // The CTAs of version 7's kernel the device holds at once (config.h's with_clean_table), set by
+  // the backend before launching: the GPU's occupancy (launch.cu), kEmuResidentCtas on the
+  // emulator; 0 (unknown): no version 7.
+  int64_t resident_ctas = 0;
 };
+
+// The emulator's stand-in for the CTAs a GPU holds at once: small, so that tests of a few
+// thousand groups already walk several steps per CTA.
+inline constexpr int64_t kEmuResidentCtas = 2;
 
 struct DequantPlan : Plan {};
 
@@ -55,6 +63,10 @@ struct DequantLaunch {
   DequantParams params;
   DequantConfig config;
 };
+
+// A launch's dynamic shared memory.
+inline int64_t smem_bytes(const QuantConfig& c) { return c.smem_bytes; }
+inline int64_t smem_bytes(const DequantConfig&) { return 0; }
 
 QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,
                      const TensorView& tensor_scale, int64_t group, ScaleRule rule);

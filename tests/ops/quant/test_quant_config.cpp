@@ -68,6 +68,51 @@ TEST(QuantConfig, VectorizedSplits) {
 
 // Fewer lanes per group = more bytes in flight per lane, but only while every request still
 // fills whole sectors: L x 16 bytes of x and L x (codes of a chunk) bytes of q >= 32.
+// Version 7 (with_clean_table): nvfp4 from 16-bit x with fast_convert, the tune on, a known
+// resident CTA count, and at least kCleanMinSteps block steps per resident CTA: the persistent
+// grid and the table's shared memory; any condition missing leaves the config as it was.
+TEST(QuantConfig, CleanTableOnlyForLongNvfp4Runs) {
+  const int64_t resident = 528;
+  const auto nvfp4 = [](int x_bytes, int64_t rows) {
+    QuantProblem p = quant_problem(x_bytes, 4, rows, 7168, 16);
+    p.nvfp4_scales = true;
+    return p;
+  };
+  // DeepSeek-V3's K: 448 groups per row, 512 per block step (16 groups x 4 tiles x 8 warps).
+  const QuantProblem big = nvfp4(2, 16384);
+  const QuantConfig base = make_quant_config(big);
+  ASSERT_TRUE(base.vectorized && base.fast_convert);
+  EXPECT_EQ(base.grid, 16384 * 448 / 512);
+  const QuantConfig c = with_clean_table(big, base, resident);
+  EXPECT_TRUE(c.clean_table);
+  EXPECT_EQ(c.grid, resident);
+  EXPECT_EQ(c.smem_bytes, kCleanTableBytes);
+  EXPECT_NE(c.to_string().find("clean table"), std::string::npos);
+  // The threshold: kCleanMinSteps x resident block steps.
+  const int64_t rows_at = kCleanMinSteps * resident * 512 / 448 + 1;
+  EXPECT_TRUE(with_clean_table(nvfp4(2, rows_at), make_quant_config(nvfp4(2, rows_at)), resident).clean_table);
+  EXPECT_FALSE(with_clean_table(nvfp4(2, rows_at - 2), make_quant_config(nvfp4(2, rows_at - 2)), resident).clean_table);
+  const auto unchanged = [&](const QuantProblem& p, int64_t r, const char* why) {
+    const QuantConfig before = make_quant_config(p), after = with_clean_table(p, before, r);
+    EXPECT_FALSE(after.clean_table) << why;
+    EXPECT_EQ(after.grid, before.grid) << why;
+    EXPECT_EQ(after.smem_bytes, 0) << why;
+  };
+  unchanged(big, 0, "resident CTAs unknown");
+  unchanged(nvfp4(4, 16384), resident, "f32 x");
+  unchanged(nvfp4(2, 1), resident, "one row");
+  QuantProblem p = big;
+  p.clean_table = false;
+  unchanged(p, resident, "quant.clean_table=0");
+  p = big;
+  p.fast_convert = false;
+  unchanged(p, resident, "quant.fast_convert=0");
+  p = big;
+  p.nvfp4_scales = false;
+  unchanged(p, resident, "mxfp4 (ue8m0 scales)");
+  unchanged(quant_problem(2, 8, 16384, 7168, 128), resident, "fp8 groups");
+}
+
 TEST(QuantConfig, MostChunksPerLaneThatKeepSectorsFull) {
   // fp8 group 128, bf16: 4 lanes x 4 chunks (fewer lanes would need more than 4 chunks).
   QuantConfig c = make_quant_config(quant_problem(2, 8, 10, 768, 128));

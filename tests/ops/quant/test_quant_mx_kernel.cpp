@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "check/cuda_mem.h"
+#include "device/numeric/clean_multiplier.h"
+#include "device/numeric/storage.h"
+#include "ops/quant/kernel.cuh"
 #include "ops/quant/launch_plan.h"
 #include "ops/quant/kernel_test_util.h"
 #include "support/poison.h"
@@ -373,6 +376,139 @@ void nvfp4_near_ties_round_exactly(check::Rng& rng) {
 TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
   TEJAS_SEEDED_TEST_RNG();
   nvfp4_near_ties_round_exactly(rng);
+}
+
+// Version 7 (quant.clean_table, the default; kernel.cuh's Nvfp4CleanTable): nvfp4 from bf16 /
+// f16 on the emulator's persistent grid (kEmuResidentCtas CTAs, each building its table once
+// and walking 4 or more warp steps). Every group holds its amax, chosen for a random block-scale
+// code (all 126 reachable), and values at and 1-2 units of x's dtype beside the 16-bit values
+// nearest to each e2m1 midpoint times its own divisor (the values a multiplier that is not clean
+// writes wrong); every fourth group random normal data. Tensor scales: calibrated (amax /
+// 2688), 1 (each divisor a block scale: those of 3 x 2^k have no clean multiplier, so a warp
+// mixes both paths), and scales whose divisors take each candidate or none. Codes and scales bit for bit the reference's; the emulator's
+// events: each CTA's 126 verdicts (as many clean as the host finds for the candidates the
+// kernel can reach: its reciprocal is within 2 ulps) and its block-scale verdict, and the
+// group-lanes that took a clean multiplier within the host's bounds (two lanes per group).
+// quant.clean_table=0 runs version 5 on the same data with no event.
+template <class S>
+void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
+  SCOPED_TRACE(testing::Message() << dtype_name(xd) << " tensor scale " << tsv << " quant.clean_table=" << clean_table);
+  detail::Tune t;
+  t.quant_clean_table = clean_table;
+  const detail::ScopedTuneOverride variant(t);
+  constexpr int64_t B = 16, kRows = 17, K = 4096;  // 4352 groups: 8.5 block steps of 512 on 2 CTAs
+  PlacedTensor x(xd, {kRows, K}), ts(DType::f32, {1});
+  ts.set(0, tsv);
+  const auto nearest = [&](double v) { return S::to_f32(S::from_f32(static_cast<float>(v))); };
+  const double mids[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
+  for (int64_t g = 0; g < kRows * K / B; ++g) {
+    if (g % 4 == 3) {
+      for (int64_t k = 0; k < B; ++k) x.set(g * B + k, rng.normal() * tsv * 300.0);
+      continue;
+    }
+    const uint64_t want = static_cast<uint64_t>(rng.randint(1, 0x7E));
+    const double amax = nearest(ref::decode(DType::e4m3, want) * 6.0 * tsv);
+    if (!(amax > 0.0) || !std::isfinite(amax)) continue;  // 0 where the tensor scale leaves x's range
+    const double bs = ref::decode(DType::e4m3, ref::encode(DType::e4m3, amax / (6.0 * static_cast<double>(tsv))));
+    x.set(g * B, rng.randint(0, 1) ? amax : -amax);
+    for (int64_t k = 1; k < B; ++k) {
+      const double v = nearest(mids[rng.randint(0, 6)] * bs * tsv);
+      x.set(g * B + k, v);
+      const int64_t step = rng.randint(-2, 2);  // 1-2 units of S beside it, or on it
+      if (step != 0 && std::fabs(v) < std::fabs(amax)) {
+        uint64_t b = x.bits(g * B + k);
+        b = static_cast<uint64_t>(static_cast<int64_t>(b) + step);
+        if (std::fabs(S::to_f32(std::bit_cast<typename S::Raw>(static_cast<uint16_t>(b)))) < std::fabs(amax)) x.set_bits(g * B + k, b);
+      }
+      if (rng.randint(0, 1)) x.set(g * B + k, -x.value(g * B + k));
+    }
+  }
+  const MxCase c{MxFormat::nvfp4, xd, {kRows, K}};
+  check_quant(c, x, &ts);
+  const auto& events = last_counters().events;
+  const auto count = [&](const std::string& name) {
+    const auto it = events.find(name);
+    return it == events.end() ? uint64_t{0} : it->second;
+  };
+  const uint64_t ctas = static_cast<uint64_t>(quant_kernel::kEmuResidentCtas);
+  if (clean_table == 0) {
+    for (const auto& [name, n] : events) EXPECT_NE(name.rfind("nvfp4 clean table", 0), 0u) << name << " " << n;
+    return;
+  }
+  // The host's verdicts for the candidates from reciprocals 0 and +-2 ulps off: stable or not.
+  const auto verdicts = [&](float a, auto fmt) {
+    constexpr num::CodeFormat F = decltype(fmt)::value;
+    const float d = a * tsv;
+    int lo = num::kCleanCandidates, hi = 0;
+    for (const int u : {-2, -1, 0, 1, 2}) {
+      const float approx = num::bits_f32(num::f32_bits(1.0f / d) + static_cast<uint32_t>(u));
+      const int j = num::clean_scale_range(d)
+                        ? num::first_clean_index(num::all_clean_misses<F, S>(a, tsv, num::clean_candidates(d, approx)))
+                        : num::kCleanCandidates;
+      lo = std::min(lo, j);
+      hi = std::max(hi, j);
+    }
+    return std::pair{lo, hi};
+  };
+  using E2m1 = std::integral_constant<num::CodeFormat, num::CodeFormat::e2m1>;
+  using E4m3 = std::integral_constant<num::CodeFormat, num::CodeFormat::e4m3>;
+  uint64_t surely = 0, maybe = 0;  // codes clean for every candidate set / for some
+  bool code_clean[128] = {}, code_maybe[128] = {};
+  code_clean[0] = code_maybe[0] = true;  // block scale 0: the table's 1 (codes replaced by +0)
+  for (int b = 1; b <= 0x7E; ++b) {
+    const auto [lo, hi] = verdicts(num::e4m3_to_f32(static_cast<uint8_t>(b)), E2m1{});
+    code_clean[b] = hi < num::kCleanCandidates;
+    code_maybe[b] = lo < num::kCleanCandidates;
+    surely += code_clean[b];
+    maybe += code_maybe[b];
+  }
+  const uint64_t with = count("nvfp4 clean table: codes with a clean multiplier");
+  EXPECT_GE(with, ctas * surely);
+  EXPECT_LE(with, ctas * maybe);
+  EXPECT_EQ(with + count("nvfp4 clean table: codes without"), ctas * 0x7E);
+  const auto [lo6, hi6] = verdicts(6.0f, E4m3{});
+  uint64_t block_verdicts = 0;
+  for (int j = 0; j <= num::kCleanCandidates; ++j) {
+    const uint64_t n = count(quant_kernel::clean_table_event(j));
+    block_verdicts += n;
+    if (n > 0) {
+      EXPECT_TRUE(j >= lo6 && j <= hi6) << "block scale verdict " << j;
+    }
+  }
+  EXPECT_EQ(block_verdicts, ctas);
+  // Group-lanes with a clean multiplier: two per non-NaN group whose scale code is clean.
+  PlacedTensor q_ref(DType::e2m1, c.shape), s_ref(DType::e4m3, scale_shape(c.shape, c.f));
+  TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), c.f, x, q_ref, s_ref, ts));
+  uint64_t lanes_lo = 0, lanes_hi = 0;
+  for (int64_t g = 0; g < s_ref.numel(); ++g) {
+    const uint64_t code = s_ref.bits(g) & 0x7F;
+    lanes_lo += 2 * code_clean[code];
+    lanes_hi += 2 * code_maybe[code];
+  }
+  const uint64_t lanes = count("nvfp4 clean table: group-lanes quantized with a clean multiplier");
+  EXPECT_GE(lanes, lanes_lo);
+  EXPECT_LE(lanes, lanes_hi);
+  EXPECT_GT(lanes, 0u);
+  std::printf("  %s ts %g: %llu-%llu of 126 codes clean, block scale verdict %d-%d, %llu group-lanes clean\n",
+              std::string(dtype_name(xd)).c_str(), static_cast<double>(tsv), static_cast<unsigned long long>(surely),
+              static_cast<unsigned long long>(maybe), lo6, hi6, static_cast<unsigned long long>(lanes));
+}
+
+TEST(QuantMxKernel, Nvfp4CleanTableMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const float calibrated = static_cast<float>(std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.randint(-4, 6))) / kNvfp4Range);
+  // Verdicts (host, both dtypes): calibrated - every code and the block scale the first
+  // candidate; 1 - 14 codes none; 0.05 - 30 codes and the block scale the second; 0.02 - 14 codes
+  // the third; 5 / 64 - the block scale none (its per-group exact form); 0x1.e66666p-5 - the
+  // block scale the third.
+  for (const float tsv : {calibrated, 1.0f, 0.05f, 0.02f, 0.078125f, 0x1.e66666p-5f}) {
+    nvfp4_clean_table<num::Bf16>(rng, DType::bf16, tsv, 1);
+    nvfp4_clean_table<num::F16>(rng, DType::f16, tsv, 1);
+  }
+  nvfp4_clean_table<num::Bf16>(rng, DType::bf16, calibrated, 0);
+  // Planned only where each CTA has kCleanMinSteps warp steps: a smaller nvfp4 call keeps version 5.
+  run_random({MxFormat::nvfp4, DType::bf16, {3, 4096}}, rng);
+  EXPECT_TRUE(last_counters().events.empty());
 }
 
 TEST(QuantMxKernel, CountersAtTheIdeal) {
