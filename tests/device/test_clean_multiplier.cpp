@@ -138,8 +138,8 @@ void check_family(const char* name) {
 // tensor_scale (the block scale's own e4m3 code from the group's 16-bit amax), at tensor scales
 // that are random, calibrated (RN(A / 2688) for a 16-bit global amax A, as a serving engine sets
 // it), 1 (each divisor a block scale, whose few bits make exact ties of x / bs: 3 x 2^k has no
-// clean multiplier), and the validated range's ends (positive x: the check and the conversions
-// are symmetric in the sign). Candidates from RN(1 / RN(a b)) moved by up
+// clean multiplier), few-bit scales, and the validated range's ends (positive x: the check and
+// the conversions are symmetric in the sign). Candidates from RN(1 / RN(a b)) moved by up
 // to 2 ulps, as the kernel's fdividef. Every verdict against brute force over every finite bf16 /
 // f16 value; no value written wrong by a clean candidate.
 template <class S>
@@ -148,7 +148,10 @@ void check_nvfp4(const char* name) {
   TEJAS_SEEDED_TEST_RNG();
   const float global_amax =
       S::to_f32(S::from_f32(static_cast<float>(std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.randint(-4, 8))))));
-  const float tensor_scales[] = {1.0f, 0x1p-64f, 0x1p64f, random_scale(rng, -20, 4), global_amax / 2688.0f};
+  // 0.05 and 5 / 64: few significant bits (divisors that take the second candidate, and a 6 ts
+  // with none).
+  const float tensor_scales[] = {1.0f, 0x1p-64f, 0x1p64f, random_scale(rng, -20, 4), global_amax / 2688.0f, 0.05f,
+                                 0.078125f};
   int codes = 0, clean_codes = 0;
   for (const float ts : tensor_scales) {
     const int u = static_cast<int>(rng.randint(-2, 2));

@@ -74,10 +74,13 @@ __host__ __device__ inline CleanCandidates clean_candidates(float sc, float appr
 // tensor_scale: a the block scale or 6, b the tensor scale) when m * a is exact for every
 // midpoint m (m has at most 5 significant bits, so any a of at most 19 significant bits, at most
 // 448 in magnitude, will do; a block scale has 4, 6 has 2) and a * b lies in the checked range:
-// xn is then RN_S(RN(m * a * b)), the S value nearest to m a b, and the residual's sign comes
+// xn is then RN_S(RN(m * a * b)), the S value nearest to m a b (or, where m a b lies within
+// 2^-24 of it from halfway between two S values, either of them: both are then about half an S
+// spacing away, so no x is within 2^-20 and neither needs the test), and the residual's sign comes
 // from one fma(m * a, b, -xn) (the exact residual, a multiple of ulp(m a) ulp(b) and of xn's ulp,
 // is far above f32's smallest subnormal at these scales, so it never rounds to zero). The candidates are clean_candidates' for RN(a * b), within ~1 ulp more of
-// 1 / (a * b) (E still below 2^-20). clean_misses(sc, i, cand) is the product 1 * sc.
+// 1 / (a * b) (E still below 2^-20: 2^-21.57 the largest found over 574 tensor scales, every
+// block scale and 6, approximations 2 ulps off). clean_misses(sc, i, cand) is the product 1 * sc.
 template <CodeFormat F, class S>
 __host__ __device__ inline uint32_t clean_misses(float a, float b, int i, const CleanCandidates& cand) {
   const float lo = CodeTraits<F>::decode(static_cast<uint8_t>(i));

@@ -25,7 +25,7 @@ Status run_emu(const char* op, const ExecContext& ctx, const Plan& plan, std::in
 
 Status run_quant_emu(const char* op, const ExecContext& ctx, const QuantPlan& planned) {
   QuantPlan plan = planned;
-  plan.resident_ctas = kEmuResidentCtas;
+  plan.resident_ctas = resident_ctas_or_override(kEmuResidentCtas);
   const PlanTensors& t = plan.t;
   return run_emu(op, ctx, plan,
                  {{t.data, emu::Access::read},

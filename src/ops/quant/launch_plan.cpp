@@ -224,6 +224,14 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   return l;
 }
 
+namespace {
+thread_local int64_t g_resident_override = 0;
+}  // namespace
+
+ScopedResidentCtas::ScopedResidentCtas(int64_t ctas) : saved_(g_resident_override) { g_resident_override = ctas; }
+ScopedResidentCtas::~ScopedResidentCtas() { g_resident_override = saved_; }
+int64_t resident_ctas_or_override(int64_t measured) { return g_resident_override > 0 ? g_resident_override : measured; }
+
 void print_plan(const char* op, const QuantPlan& plan) {
   if (!detail::print_config_enabled()) return;
   for (int64_t i = 0; i < plan.num_launches; ++i) detail::print_config(op, quant_launch(plan, i).config.to_string());

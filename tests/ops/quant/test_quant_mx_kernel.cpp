@@ -385,7 +385,9 @@ TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
 // nearest to each e2m1 midpoint times its own divisor (the values a multiplier that is not clean
 // writes wrong); every fourth group random normal data. Tensor scales: calibrated (amax /
 // 2688), 1 (each divisor a block scale: those of 3 x 2^k have no clean multiplier, so a warp
-// mixes both paths), and scales whose divisors take each candidate or none. Codes and scales bit for bit the reference's; the emulator's
+// mixes both paths), and scales whose divisors take each candidate or none; c6's hard cases (amax
+// at and beside the 16-bit value nearest to each block-scale midpoint times 6 ts) in a quarter of
+// the groups, and special groups (NaN, +-Inf, all zero, x's largest values, block scale 0). Codes and scales bit for bit the reference's; the emulator's
 // events: each CTA's 126 verdicts (as many clean as the host finds for the candidates the
 // kernel can reach: its reciprocal is within 2 ulps) and its block-scale verdict, and the
 // group-lanes that took a clean multiplier within the host's bounds (two lanes per group).
@@ -401,13 +403,36 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
   ts.set(0, tsv);
   const auto nearest = [&](double v) { return S::to_f32(S::from_f32(static_cast<float>(v))); };
   const double mids[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
+  const double big = S::kMaxFinite, inf = std::numeric_limits<double>::infinity();
   for (int64_t g = 0; g < kRows * K / B; ++g) {
     if (g % 4 == 3) {
       for (int64_t k = 0; k < B; ++k) x.set(g * B + k, rng.normal() * tsv * 300.0);
       continue;
     }
+    if (g % 64 == 2) {  // special groups: NaN, +-Inf, all zero, x's largest values, tiny values
+      const int64_t kind = (g / 64) % 5;
+      for (int64_t k = 0; k < B; ++k) {
+        const double r = rng.normal();
+        const double v = kind == 0 ? (k == 5 ? std::numeric_limits<double>::quiet_NaN() : r)
+                         : kind == 1 ? (k == 3 ? (g % 128 == 2 ? inf : -inf) : r)
+                         : kind == 2 ? 0.0
+                         : kind == 3 ? (k % 2 ? big : -big * 0.75)
+                                     : r * tsv * 1e-4;  // block scale 0 where 6 ts x 2^-10 exceeds it
+        x.set(g * B + k, v);
+      }
+      continue;
+    }
     const uint64_t want = static_cast<uint64_t>(rng.randint(1, 0x7E));
-    const double amax = nearest(ref::decode(DType::e4m3, want) * 6.0 * tsv);
+    // amax on a block-scale code value, or (c6's hard cases) at and 1-2 units of x's dtype beside
+    // the 16-bit value nearest to a block-scale midpoint times 6 ts.
+    double amax = nearest(ref::decode(DType::e4m3, want) * 6.0 * tsv);
+    if (g % 4 == 1 && want < 0x7E) {
+      amax = nearest((ref::decode(DType::e4m3, want) + ref::decode(DType::e4m3, want + 1)) / 2 * 6.0 * tsv);
+      PlacedTensor one(xd, {1});
+      one.set(0, amax);
+      one.set_bits(0, static_cast<uint64_t>(static_cast<int64_t>(one.bits(0)) + rng.randint(-2, 2)));
+      amax = one.value(0);
+    }
     if (!(amax > 0.0) || !std::isfinite(amax)) continue;  // 0 where the tensor scale leaves x's range
     const double bs = ref::decode(DType::e4m3, ref::encode(DType::e4m3, amax / (6.0 * static_cast<double>(tsv))));
     x.set(g * B, rng.randint(0, 1) ? amax : -amax);
@@ -425,6 +450,7 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
   }
   const MxCase c{MxFormat::nvfp4, xd, {kRows, K}};
   check_quant(c, x, &ts);
+  if (kernel_backend() != Backend::emulator) return;  // the events are the emulator's
   const auto& events = last_counters().events;
   const auto count = [&](const std::string& name) {
     const auto it = events.find(name);
@@ -509,6 +535,21 @@ TEST(QuantMxKernel, Nvfp4CleanTableMatchesReference) {
   // Planned only where each CTA has kCleanMinSteps warp steps: a smaller nvfp4 call keeps version 5.
   run_random({MxFormat::nvfp4, DType::bf16, {3, 4096}}, rng);
   EXPECT_TRUE(last_counters().events.empty());
+}
+
+// The same data on the GPU, planned for 2 resident CTAs (quant_kernel::ScopedResidentCtas) so
+// that these test-sized calls take version 7 there too: the real shuffles, barriers, shared
+// memory and __fdividef candidates, codes bit for bit the reference's.
+TEST(QuantMxKernel, CudaNvfp4CleanTableMatchesReference) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const ScopedKernelBackend on_gpu(Backend::cuda);
+  const quant_kernel::ScopedResidentCtas two(2);
+  const float calibrated = static_cast<float>(std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.randint(-4, 6))) / kNvfp4Range);
+  for (const float tsv : {calibrated, 1.0f, 0.05f, 0.02f, 0.078125f, 0x1.e66666p-5f}) {
+    nvfp4_clean_table<num::Bf16>(rng, DType::bf16, tsv, 1);
+    nvfp4_clean_table<num::F16>(rng, DType::f16, tsv, 1);
+  }
 }
 
 TEST(QuantMxKernel, CountersAtTheIdeal) {
