@@ -348,8 +348,8 @@ __device__ __forceinline__ float build_clean_table(Nvfp4CleanTable* table, float
 }
 // Version 7's GroupScale for nvfp4: the block scale's code from c6 where it is clean, the
 // divisor's clean multiplier from the table (pow2 set: x * inv needs no midpoint test), else
-// group_scale's exact forms (inv_6ts: the step's 1 / (6 ts), computed only where c6 is 0).
-__device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, float ts, float inv_6ts, float c6,
+// group_scale's exact forms (1 / (6 ts) per group where c6 is 0: a few-bit tensor scale).
+__device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, float ts, float c6,
                                                         const Nvfp4CleanTable* table) {
   GroupScale g;
   g.nan = nan;
@@ -358,7 +358,7 @@ __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, fl
     return g;
   }
   const uint8_t code = c6 != 0.0f ? num::f32_to_e4m3(amax * c6)
-                                  : quantize_exact<CodeFormat::e4m3>(amax, inv_6ts, kE2m1Max, ts);
+                                  : quantize_exact<CodeFormat::e4m3>(amax, inverse_6ts(ts), kE2m1Max, ts);
   const float bs = num::e4m3_to_f32(code);
   const float c = ptx::ld_shared(&table->c[code]);
   g.bits = code;
@@ -455,8 +455,9 @@ TEJAS_QUANT_UNROLL
     // sm_90a): one more DRAM trip at the head of every nvfp4 quant chain. ptx::mov_opaque did not
     // keep ptxas from hoisting that move.
     const float ts = R == ScaleRule::nvfp4 ? load_tensor_scale(p.tensor_scale) : 1.0f;
-    // (Version 7: only where c6 is not clean, uniform over the block.)
-    const float inv_6ts = R == ScaleRule::nvfp4 && (!kClean || c6 == 0.0f) ? inverse_6ts(ts) : 1.0f;
+    // (Version 7: computed per group where c6 is not clean, clean_group_scale. NOTES: computed
+    // here per step instead, for those calls, f16's kernel spilled 4 bytes at sm_90a's 64.)
+    const float inv_6ts = R == ScaleRule::nvfp4 && !kClean ? inverse_6ts(ts) : 1.0f;
     GroupAt at{g0 / groups_per_row, g0 % groups_per_row};
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
@@ -487,7 +488,7 @@ TEJAS_QUANT_UNROLL
       const bool nan = bits > Abs::kInf;
       const float amax = Abs::amax(bits);
       GroupScale gs;
-      if constexpr (kClean) gs = clean_group_scale(amax, nan, ts, inv_6ts, c6, table);
+      if constexpr (kClean) gs = clean_group_scale(amax, nan, ts, c6, table);
       else gs = group_scale<F>(R, amax, nan, ts, inv_6ts);
       // Version 6: the group's biased reciprocal (unused for NaN groups, whose codes are replaced).
       [[maybe_unused]] TieBias tb;
