@@ -84,7 +84,6 @@ QuantConfig with_clean_table(const QuantProblem& p, QuantConfig c, int64_t resid
     return c;
   if (c.grid < kCleanMinSteps * resident_ctas) return c;
   c.clean_table = true;
-  c.smem_bytes = kCleanTableBytes;
   c.grid = resident_ctas;
   return c;
 }

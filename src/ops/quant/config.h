@@ -72,10 +72,9 @@ struct QuantConfig {
   // (below the amax clamp too).
   bool tie_bias = false;
   // Version 7 (vectorized, nvfp4, 16-bit x, with fast_convert; with_clean_table): a per-block
-  // table of clean multipliers (kernel.cuh's Nvfp4CleanTable, smem_bytes of dynamic shared
-  // memory) on a persistent grid of the CTAs the GPU holds at once.
+  // table of clean multipliers (kernel.cuh's Nvfp4CleanTable, kCleanTableBytes of dynamic shared
+  // memory: smem_bytes) on a persistent grid of the CTAs the GPU holds at once.
   bool clean_table = false;
-  int64_t smem_bytes = 0;
   int64_t grid = 1;
   std::string to_string() const;
 };
@@ -84,6 +83,8 @@ QuantConfig make_quant_config(const QuantProblem& p);
 
 // Bytes of kernel.cuh's Nvfp4CleanTable (static_assert'ed there).
 inline constexpr int64_t kCleanTableBytes = 128 * 4;
+// A launch's dynamic shared memory.
+inline int64_t smem_bytes(const QuantConfig& c) { return c.clean_table ? kCleanTableBytes : 0; }
 // Version 7 needs at least this many warp steps per block (each block builds its table once:
 // ~150 instructions per thread, against ~700 per warp step of four tiles).
 inline constexpr int64_t kCleanMinSteps = 4;

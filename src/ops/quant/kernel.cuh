@@ -78,6 +78,18 @@ struct GroupScale {
   bool nan = false;
 };
 
+// nvfp4's group from its block-scale code: the divisor bs * ts, and 1 / (bs * ts), or (version 7)
+// a clean multiplier c for it (x * c needs no midpoint test: pow2).
+__device__ __forceinline__ void set_nvfp4_scale(GroupScale& g, uint8_t code, float ts, float clean = 0.0f) {
+  const float bs = num::e4m3_to_f32(code);
+  g.bits = code;
+  g.zero = bs == 0.0f;
+  g.pow2 = clean != 0.0f;
+  g.inv = g.pow2 ? clean : 1.0f / (bs * ts);
+  g.a = bs;
+  g.b = ts;
+}
+
 template <CodeFormat F>
 __device__ __forceinline__ GroupScale group_scale(ScaleRule rule, float amax, bool nan, float ts, float inv_6ts) {
   GroupScale g;
@@ -109,16 +121,7 @@ __device__ __forceinline__ GroupScale group_scale(ScaleRule rule, float amax, bo
       g.pow2 = true;
       break;
     }
-    case ScaleRule::nvfp4: {
-      const uint8_t code = quantize_exact<CodeFormat::e4m3>(amax, inv_6ts, kE2m1Max, ts);
-      const float bs = num::e4m3_to_f32(code);
-      g.bits = code;
-      g.zero = bs == 0.0f;
-      g.inv = 1.0f / (bs * ts);
-      g.a = bs;
-      g.b = ts;
-      break;
-    }
+    case ScaleRule::nvfp4: set_nvfp4_scale(g, quantize_exact<CodeFormat::e4m3>(amax, inv_6ts, kE2m1Max, ts), ts); break;
   }
   return g;
 }
@@ -359,14 +362,7 @@ __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, fl
   }
   const uint8_t code = c6 != 0.0f ? num::f32_to_e4m3(amax * c6)
                                   : quantize_exact<CodeFormat::e4m3>(amax, inverse_6ts(ts), kE2m1Max, ts);
-  const float bs = num::e4m3_to_f32(code);
-  const float c = ptx::ld_shared(&table->c[code]);
-  g.bits = code;
-  g.zero = bs == 0.0f;
-  g.a = bs;
-  g.b = ts;
-  g.pow2 = c != 0.0f;
-  g.inv = g.pow2 ? c : 1.0f / (bs * ts);
+  set_nvfp4_scale(g, code, ts, ptx::ld_shared(&table->c[code]));
   if (g.pow2) dev::count_event("nvfp4 clean table: group-lanes quantized with a clean multiplier");
   return g;
 }

@@ -16,13 +16,22 @@ inline namespace TEJAS_BUILD_NS {  // nvcc and emulator builds apart (device/pre
 using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
+// Version 7's kernel (nvfp4 from 16-bit x): by storage type, and by dtype (nullptr for f32 x;
+// launch.cu asks its occupancy before planning).
+template <class X>
+QuantKernel clean_table_kernel() {
+  return quant_vec_kernel<X, CodeFormat::e2m1, ScaleRule::nvfp4, true, false, true>;
+}
+inline QuantKernel clean_table_kernel(DType x) {
+  return x == DType::bf16 ? clean_table_kernel<Bf16>() : x == DType::f16 ? clean_table_kernel<F16>() : nullptr;
+}
+
 template <class X>
 QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean) {
   using enum CodeFormat;
   if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
   if constexpr (sizeof(typename X::Raw) == 2) {
-    if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4)
-      return quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true, false, true>;
+    if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4) return clean_table_kernel<X>();
   }
   if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
                                                            : quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;

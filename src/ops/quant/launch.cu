@@ -41,12 +41,10 @@ Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& p
   QuantPlan plan = planned;
   // Version 7's persistent grid: the CTAs the GPU holds at once of its kernel (0 when the query
   // fails: version 5 instead).
-  const DType x = plan.t.data->dtype;
-  if (plan.rule == ScaleRule::nvfp4 && (x == DType::bf16 || x == DType::f16)) {
-    const QuantKernel clean = select_quant_kernel(x, CodeFormat::e2m1, ScaleRule::nvfp4, true, true, false, true);
+  const QuantKernel clean = clean_table_kernel(plan.t.data->dtype);
+  if (plan.rule == ScaleRule::nvfp4 && clean != nullptr)
     plan.resident_ctas = resident_ctas_or_override(
         detail::resident_ctas(reinterpret_cast<const void*>(clean), kThreads, kCleanTableBytes));
-  }
   return run_cuda(op, ctx, plan, check_tensor_scale);
 }
 

@@ -80,8 +80,7 @@ struct DequantLaunch {
   DequantConfig config;
 };
 
-// A launch's dynamic shared memory.
-inline int64_t smem_bytes(const QuantConfig& c) { return c.smem_bytes; }
+// A launch's dynamic shared memory (config.h's for quant; dequant has none).
 inline int64_t smem_bytes(const DequantConfig&) { return 0; }
 
 QuantPlan plan_quant(const TensorView& x, const TensorView& q, const TensorView& scales,

@@ -86,7 +86,7 @@ TEST(QuantConfig, CleanTableOnlyForLongNvfp4Runs) {
   const QuantConfig c = with_clean_table(big, base, resident);
   EXPECT_TRUE(c.clean_table);
   EXPECT_EQ(c.grid, resident);
-  EXPECT_EQ(c.smem_bytes, kCleanTableBytes);
+  EXPECT_EQ(smem_bytes(c), kCleanTableBytes);
   EXPECT_NE(c.to_string().find("clean table"), std::string::npos);
   // The threshold: kCleanMinSteps x resident block steps.
   const int64_t rows_at = kCleanMinSteps * resident * 512 / 448 + 1;
@@ -96,7 +96,7 @@ TEST(QuantConfig, CleanTableOnlyForLongNvfp4Runs) {
     const QuantConfig before = make_quant_config(p), after = with_clean_table(p, before, r);
     EXPECT_FALSE(after.clean_table) << why;
     EXPECT_EQ(after.grid, before.grid) << why;
-    EXPECT_EQ(after.smem_bytes, 0) << why;
+    EXPECT_EQ(smem_bytes(after), 0) << why;
   };
   unchanged(big, 0, "resident CTAs unknown");
   unchanged(nvfp4(4, 16384), resident, "f32 x");
