@@ -7,7 +7,8 @@ usage: tools/ncu_summary.py [--markdown FILE] NAME=FILE.csv [NAME=FILE.csv ...]
 
 Columns: the profile's NAME (tools/gpu-check's profile target), the kernel, duration (us), DRAM
 throughput (% of peak) and bytes read / written (MB), achieved occupancy (% of the warps an SM
-holds), registers per thread, issue-slot use (% of cycles a scheduler issued), the ALU, FMA
+holds), registers per thread, the shared-memory carveout the driver configured for the launch
+(KB per SM: what of the SM's L1 / shared memory is not L1), issue-slot use (% of cycles a scheduler issued), the ALU, FMA
 and XU pipes' use (% of their peak: the integer ALU issues every other cycle, so a conversion-
 heavy kernel can be ALU-bound at ~70 % issue; XU: transcendentals, reciprocals), and the three
 largest warp stall reasons (warps stalled per issued instruction: long_scoreboard = waiting on
@@ -33,6 +34,7 @@ DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
 OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 REGISTERS = "launch__registers_per_thread"
+SMEM_CONFIG = "launch__shared_mem_config_size"
 ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 PIPE_ALU = "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed"
 PIPE_FMA = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -43,6 +45,7 @@ NOT_STALLS = {"selected", "not_selected"}
 TOP_STALLS = 3
 # Unit scales to the printed units (us, MB); ncu's raw page names the unit in the second row.
 TIME_SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
+KB_SCALE = {"byte": 1e-3, "Kbyte": 1.0, "KB": 1.0, "KiB": 1.024, "Mbyte": 1e3, "MB": 1e3}
 BYTE_SCALE = {"byte": 1e-6, "Kbyte": 1e-3, "KB": 1e-3, "Mbyte": 1.0, "MB": 1.0, "Gbyte": 1e3, "GB": 1e3}
 
 
@@ -131,6 +134,7 @@ def summarize(label, kernel, metrics):
         "write_mb": scaled(metrics, DRAM_WRITE, BYTE_SCALE),
         "occupancy": plain(metrics, OCCUPANCY),
         "registers": plain(metrics, REGISTERS),
+        "smem_config_kb": scaled(metrics, SMEM_CONFIG, KB_SCALE),
         "issue_pct": plain(metrics, ISSUE),
         "alu_pct": plain(metrics, PIPE_ALU),
         "fma_pct": plain(metrics, PIPE_FMA),
@@ -139,13 +143,13 @@ def summarize(label, kernel, metrics):
     }
 
 
-COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "issue %", "ALU %", "FMA %",
-           "XU %", "top stalls"]
+COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "smem cfg KB", "issue %",
+           "ALU %", "FMA %", "XU %", "top stalls"]
 
 
 def line(s):
     return [s["name"], s["kernel"], fmt(s["us"], 2), fmt(s["dram_pct"]), fmt(s["read_mb"]), fmt(s["write_mb"]),
-            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["issue_pct"]), fmt(s["alu_pct"]), fmt(s["fma_pct"]),
+            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["smem_config_kb"]), fmt(s["issue_pct"]), fmt(s["alu_pct"]), fmt(s["fma_pct"]),
             fmt(s["xu_pct"]), s["stalls"]]
 
 
@@ -192,11 +196,13 @@ def self_test():
         '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
         '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",'
         '"sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",'
-        '"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"\n'
-        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst","inst","%","%"\n'
+        '"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed","launch__shared_mem_config_size"\n'
+        '"","","","usecond","%","Mbyte","Kbyte","%","register/thread","%","inst","inst","inst","inst","inst","%","%",'
+        '"Kbyte"\n'
         '"0","123","void tejas::quant_kernel::compiled::quant_vec_kernel<tejas::num::Bf16, '
         '(tejas::num::CodeFormat)2, (tejas::quant_kernel::ScaleRule)3>(tejas::quant_kernel::QuantParams)",'
-        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0","79.4","16.7"\n'
+        '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0","79.4","16.7",'
+        '"32.77"\n'
     )
     kernels = read_kernels(csv_text)
     assert len(kernels) == 1, kernels
@@ -207,7 +213,8 @@ def self_test():
     assert s["registers"] == 64 and abs(s["issue_pct"] - 41.3) < 1e-9, s
     assert s["stalls"] == "no_instruction 12.50, long_scoreboard 3.10, wait 0.80", s
     assert abs(s["alu_pct"] - 79.4) < 1e-9 and abs(s["fma_pct"] - 16.7) < 1e-9 and s["xu_pct"] is None, s
-    assert line(s)[9:12] == ["79.4", "16.7", "-"], line(s)
+    assert abs(s["smem_config_kb"] - 32.77) < 1e-9 and line(s)[8] == "32.8", s
+    assert line(s)[10:13] == ["79.4", "16.7", "-"], line(s)
     # Nanoseconds and a missing metric.
     ns = csv_text.replace('"usecond"', '"nsecond"').replace('"1,131.17"', '"2500"')
     s2 = summarize("x", *read_kernels(ns)[0])
