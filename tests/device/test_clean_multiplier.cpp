@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "device/clean_verdict.h"
 #include "device/numeric/clean_multiplier.h"
 #include "device/numeric/storage.h"
 #include "ops/common/ref_numeric.h"
@@ -25,6 +26,7 @@ using tejas::num::Bf16;
 using tejas::num::CodeFormat;
 using tejas::num::F16;
 namespace num = tejas::num;
+namespace cleantest = tejas::cleantest;
 
 template <CodeFormat F>
 constexpr tejas::DType kCodeDtype = F == CodeFormat::e4m3   ? tejas::DType::e4m3
@@ -72,8 +74,7 @@ template <CodeFormat F, class S>
 void check_scale(float sc, int ulps, Tally& tally, const char* what) {
   ASSERT_TRUE(num::clean_scale_range(sc)) << what;
   const Exact<F, S> exact(sc);
-  const float approx = num::bits_f32(num::f32_bits(1.0f / sc) + static_cast<uint32_t>(ulps));
-  const num::CleanCandidates cand = num::clean_candidates(sc, approx);
+  const num::CleanCandidates cand = cleantest::candidates(1.0f, sc, ulps);
   const uint32_t misses = num::all_clean_misses<F, S>(sc, cand);
   for (int j = 0; j < num::kCleanCandidates; ++j) {
     const int64_t wrong = first_wrong(exact, cand.c[j]);
@@ -156,9 +157,7 @@ void check_nvfp4(const char* name) {
   for (const float ts : tensor_scales) {
     const int u = static_cast<int>(rng.randint(-2, 2));
     const auto check = [&]<CodeFormat F>(float a, const Exact<F, S>& exact, const char* what) {
-      const float d = a * ts;
-      const float approx = num::bits_f32(num::f32_bits(1.0f / d) + static_cast<uint32_t>(u));
-      const num::CleanCandidates cand = num::clean_candidates(d, approx);
+      const num::CleanCandidates cand = cleantest::candidates(a, ts, u);
       const uint32_t misses = num::all_clean_misses<F, S>(a, ts, cand);
       for (int j = 0; j < num::kCleanCandidates; ++j) {
         const int64_t wrong = first_wrong(exact, cand.c[j]);
@@ -194,11 +193,9 @@ TEST(CleanMultiplier, VerdictsMatchEveryValueE5m2F16) { check_family<CodeFormat:
 // but 0.02, which takes the first.
 template <CodeFormat F, class S>
 void expect_verdict(float sc, int want) {
-  for (const int u : {-2, -1, 0, 1, 2}) {
-    const float approx = num::bits_f32(num::f32_bits(1.0f / sc) + static_cast<uint32_t>(u));
-    EXPECT_EQ(num::first_clean_index(num::all_clean_misses<F, S>(sc, num::clean_candidates(sc, approx))), want)
-        << "scale " << sc << ", reciprocal " << u << " ulps off";
-  }
+  const auto [lo, hi] = cleantest::verdict_range<F, S>(1.0f, sc);
+  EXPECT_EQ(lo, want) << "scale " << sc << ": the lowest verdict over the reciprocals";
+  EXPECT_EQ(hi, want) << "scale " << sc << ": the highest verdict over the reciprocals";
 }
 template <CodeFormat F>
 void expect_verdicts() {

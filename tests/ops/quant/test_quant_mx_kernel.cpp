@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check/cuda_mem.h"
+#include "device/clean_verdict.h"
 #include "device/numeric/clean_multiplier.h"
 #include "device/numeric/storage.h"
 #include "ops/quant/kernel.cuh"
@@ -462,27 +463,11 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
     return;
   }
   // The host's verdicts for the candidates from reciprocals 0 and +-2 ulps off: stable or not.
-  const auto verdicts = [&](float a, auto fmt) {
-    constexpr num::CodeFormat F = decltype(fmt)::value;
-    const float d = a * tsv;
-    int lo = num::kCleanCandidates, hi = 0;
-    for (const int u : {-2, -1, 0, 1, 2}) {
-      const float approx = num::bits_f32(num::f32_bits(1.0f / d) + static_cast<uint32_t>(u));
-      const int j = num::clean_scale_range(d)
-                        ? num::first_clean_index(num::all_clean_misses<F, S>(a, tsv, num::clean_candidates(d, approx)))
-                        : num::kCleanCandidates;
-      lo = std::min(lo, j);
-      hi = std::max(hi, j);
-    }
-    return std::pair{lo, hi};
-  };
-  using E2m1 = std::integral_constant<num::CodeFormat, num::CodeFormat::e2m1>;
-  using E4m3 = std::integral_constant<num::CodeFormat, num::CodeFormat::e4m3>;
   uint64_t surely = 0, maybe = 0;  // codes clean for every candidate set / for some
   bool code_clean[128] = {}, code_maybe[128] = {};
   code_clean[0] = code_maybe[0] = true;  // block scale 0: the table's 1 (codes replaced by +0)
   for (int b = 1; b <= 0x7E; ++b) {
-    const auto [lo, hi] = verdicts(num::e4m3_to_f32(static_cast<uint8_t>(b)), E2m1{});
+    const auto [lo, hi] = cleantest::verdict_range<num::CodeFormat::e2m1, S>(num::e4m3_to_f32(static_cast<uint8_t>(b)), tsv);
     code_clean[b] = hi < num::kCleanCandidates;
     code_maybe[b] = lo < num::kCleanCandidates;
     surely += code_clean[b];
@@ -492,7 +477,7 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
   EXPECT_GE(with, ctas * surely);
   EXPECT_LE(with, ctas * maybe);
   EXPECT_EQ(with + count("nvfp4 clean table: codes without"), ctas * 0x7E);
-  const auto [lo6, hi6] = verdicts(6.0f, E4m3{});
+  const auto [lo6, hi6] = cleantest::verdict_range<num::CodeFormat::e4m3, S>(6.0f, tsv);
   uint64_t block_verdicts = 0;
   for (int j = 0; j <= num::kCleanCandidates; ++j) {
     const uint64_t n = count(quant_kernel::clean_table_event(j));

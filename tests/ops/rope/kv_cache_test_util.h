@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check/host_tensor.h"
+#include "device/clean_verdict.h"
 #include "device/numeric/clean_multiplier.h"
 #include "device/numeric/storage.h"
 #include "emu/emu.h"
@@ -186,21 +187,16 @@ inline void check_caches(const KvBuffers& b, const KvShape& s) {
   check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
 }
 
-// The clean-multiplier verdict the host expects for an fp8 cache's scale (device/numeric/
-// clean_multiplier.h; candidates from the correctly rounded 1 / sc, which the kernels' Newton step
-// reaches from the fast reciprocal for the tests' scales: test_clean_multiplier.cpp): the
-// candidate index, or num::kCleanCandidates for none; and its dev::count_event name (kernel.cuh's
-// clean_event).
-template <num::CodeFormat F, class S>
-int clean_verdict(float sc) {
-  if (!num::clean_scale_range(sc)) return num::kCleanCandidates;
-  return num::first_clean_index(num::all_clean_misses<F, S>(sc, num::clean_candidates(sc, 1.0f / sc)));
-}
+// The clean-multiplier verdict the host expects for an fp8 cache's scale (device/clean_verdict.h;
+// candidates from the correctly rounded 1 / sc, which the kernels' Newton step reaches from the
+// fast reciprocal for the tests' scales: test_clean_multiplier.cpp): the candidate index, or
+// num::kCleanCandidates for none; and its dev::count_event name (kernel.cuh's clean_event).
 inline int clean_verdict(DType x, DType cache, float sc) {
+  using num::Bf16, num::F16, num::CodeFormat;
   const bool bf16 = x == DType::bf16;
-  if (cache == DType::e4m3) return bf16 ? clean_verdict<num::CodeFormat::e4m3, num::Bf16>(sc)
-                                        : clean_verdict<num::CodeFormat::e4m3, num::F16>(sc);
-  return bf16 ? clean_verdict<num::CodeFormat::e5m2, num::Bf16>(sc) : clean_verdict<num::CodeFormat::e5m2, num::F16>(sc);
+  if (cache == DType::e4m3) return bf16 ? cleantest::verdict<CodeFormat::e4m3, Bf16>(1.0f, sc)
+                                        : cleantest::verdict<CodeFormat::e4m3, F16>(1.0f, sc);
+  return bf16 ? cleantest::verdict<CodeFormat::e5m2, Bf16>(1.0f, sc) : cleantest::verdict<CodeFormat::e5m2, F16>(1.0f, sc);
 }
 inline std::string clean_event(bool v, int candidate) {
   return std::string("clean_scales ") + (v ? "v" : "k") + ": " +
