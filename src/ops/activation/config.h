@@ -104,7 +104,7 @@ struct QuantProblem {
 
 struct QuantConfig {
   bool vectorized = false;
-  int lanes_per_group = 16;  // group / kQuantElems
+  int lanes_per_group = 16;  // group / kQuantElems: 16, 4 or 2 (a power of two: the kernel shifts by it)
   int threads = kThreads;
   int threads_per_row = 16;  // power of two, a multiple of lanes_per_group
   int rows_per_block = 16;

@@ -179,6 +179,10 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
   const bool fp4 = p.kind == QuantKind::mxfp4 || p.kind == QuantKind::nvfp4;
   const int64_t chunks = p.F / kQuantElems;
   const int64_t step = static_cast<int64_t>(gridDim.y) * p.threads_per_row;
+  // A chunk's group: lanes_per_group is a power of two (config.cpp). NOTES: as `c /
+  // p.lanes_per_group` and `%` (64-bit) every chunk paid ~25 instructions (a 32-bit reciprocal
+  // path beside a division call; SASS sm_90a).
+  const int group_shift = __ffs(p.lanes_per_group) - 1;
   // Every lane of the block runs the same iterations (the shuffles need the whole warp);
   // lanes past the row's end or the last row only skip the memory accesses.
   for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * p.threads_per_row; c0 < chunks; c0 += step) {
@@ -205,8 +209,8 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
     for (int offset = p.lanes_per_group / 2; offset > 0; offset >>= 1)
       amax = max_nan(amax, __shfl_xor_sync(dev::kFullWarpMask, amax, offset));
     if (!active) continue;
-    const int64_t group = c / p.lanes_per_group;
-    const bool writes_scale = c % p.lanes_per_group == 0;
+    const int64_t group = c >> group_shift;
+    const bool writes_scale = (c & (p.lanes_per_group - 1)) == 0;
     uint8_t* q = static_cast<uint8_t*>(p.q) + row * p.q_stride_bytes + c * (fp4 ? kQuantElems / 2 : kQuantElems);
     if (fp4) {
       quantize_fp4<kVec, kPacked>(p, y, amax, ts, q, static_cast<uint8_t*>(p.scales) + row * p.scale_stride + group,

@@ -93,7 +93,10 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
   const int vec = kVecBytes / p.out_bytes;
   const int q_access = vec * p.code_bits / kBitsPerByte;
   const int64_t n = p.rows * p.K;
-  if (p.group % vec == 0 && p.out_align >= kVecBytes && p.q_align >= q_access) {
+  // K / vec < 2^31: the vectorized kernel divides a vector's index in its row by group / vec in
+  // 32 bits (DequantParams::group_div).
+  const bool row_indexable = p.K / vec <= kMaxDequantRowVecs;
+  if (p.group % vec == 0 && p.out_align >= kVecBytes && p.q_align >= q_access && row_indexable) {
     c.vectorized = true;
     c.vec = vec;
     c.steps = p.steps < 1 ? 1 : (p.steps > kMaxDequantSteps ? kMaxDequantSteps : p.steps);

@@ -28,6 +28,12 @@ inline constexpr int kVecBytes = 16;          // one ld.global.v4 per lane
 inline constexpr int kSectorBytes = 32;       // DRAM / L2 sector
 inline constexpr int kMaxChunks = 4;          // register budget: 4 x 16 bytes of x per lane
 inline constexpr int kMaxDequantSteps = 2;    // dequant: up to 2 steps' codes in flight per thread
+// The packed nvfp4-to-bf16 dequant kernel's launch bound: 6 CTAs of kThreads per SM (<= 40
+// registers), as it held before its group division went to dev::fast_div (then 42: 5 CTAs). The
+// other dequant kernels name none (0): bounded at 6 too, ptxas gave some of them up to 38
+// registers (6 CTAs where they hold 8 at 32); even a bound of 1 changed their counts.
+inline constexpr int kDequantNvfp4MinCtas = 6;
+inline constexpr int64_t kMaxDequantRowVecs = (int64_t{1} << 31) - 1;  // dequant, vectorized: K / vec at most
 inline constexpr int64_t kMaxGrid = 1 << 20;  // blocks; warps loop beyond (grid-stride)
 
 struct QuantProblem {

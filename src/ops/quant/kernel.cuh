@@ -164,13 +164,22 @@ TEJAS_QUANT_UNROLL
 }
 
 // A group's (row, index in the row); advancing by n < 2^31 groups divides only on a row wrap.
+// A group index as (row, group in the row), per_row dividing by the groups per row
+// (QuantParams::row_div). NOTES: with `g / groups_per_row` and `%` (64-bit) each warp step paid
+// ~25 instructions (a 32-bit reciprocal path beside a division call), and each tile's advance
+// carried a call (SASS sm_90a).
 struct GroupAt {
   int64_t row, gi;
-  __device__ __forceinline__ void advance(int64_t n, int64_t per_row) {
+  __device__ __forceinline__ static GroupAt of(int64_t g, const dev::FastDiv& per_row) {
+    const auto row = static_cast<int64_t>(dev::fast_div(static_cast<uint64_t>(g), per_row));
+    return {row, g - row * static_cast<int64_t>(per_row.d)};
+  }
+  __device__ __forceinline__ void advance(int64_t n, const dev::FastDiv& per_row) {
     gi += n;
-    if (gi >= per_row) {
-      row += gi / per_row;
-      gi %= per_row;
+    if (gi >= static_cast<int64_t>(per_row.d)) {
+      const GroupAt more = of(gi, per_row);
+      row += more.row;
+      gi = more.gi;
     }
   }
 };
@@ -405,7 +414,7 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
   const int seg = lane / L, sub = lane % L;
-  const int64_t groups_per_row = p.K / p.group;
+  const int64_t groups_per_row = static_cast<int64_t>(p.row_div.d);
   const int64_t total = p.rows * groups_per_row;
   const int64_t groups_per_warp = kWarp / L;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
@@ -420,11 +429,11 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   uint4 raw[kMaxChunks];
   const auto load_step = [&](int64_t base) {
     const int64_t g0 = base + seg;
-    GroupAt at{g0 / groups_per_row, g0 % groups_per_row};  // row >= rows: an idle segment
+    GroupAt at = GroupAt::of(g0, p.row_div);  // row >= rows: an idle segment
 TEJAS_QUANT_UNROLL
     for (int u = 0; u < kMaxChunks; ++u) {
       raw[u] = make_uint4(0u, 0u, 0u, 0u);
-      if (p.steps > 1 && u > 0) at.advance(groups_per_warp, groups_per_row);
+      if (p.steps > 1 && u > 0) at.advance(groups_per_warp, p.row_div);
       const int c = p.steps > 1 ? 0 : u;
       if (u < p.chunks * p.steps && at.row < p.rows) {
         const S* xg = static_cast<const S*>(p.x) + at.row * p.x_row_stride + at.gi * p.group;
@@ -454,7 +463,7 @@ TEJAS_QUANT_UNROLL
     // (Version 7: computed per group where c6 is not clean, clean_group_scale. NOTES: computed
     // here per step instead, for those calls, f16's kernel spilled 4 bytes at sm_90a's 64.)
     const float inv_6ts = R == ScaleRule::nvfp4 && !kClean ? inverse_6ts(ts) : 1.0f;
-    GroupAt at{g0 / groups_per_row, g0 % groups_per_row};
+    GroupAt at = GroupAt::of(g0, p.row_div);
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
     // the tile loop rolled, raw[] went to local memory, and each 16-byte load waited for its data
@@ -462,7 +471,7 @@ TEJAS_QUANT_UNROLL
     dev::static_for<kMaxChunks>([&](auto tile_c) {
       constexpr int tile = decltype(tile_c)::value;
       if (tile >= p.steps) return;
-      if (tile > 0) at.advance(groups_per_warp, groups_per_row);
+      if (tile > 0) at.advance(groups_per_warp, p.row_div);
       const bool active = at.row < p.rows;
       const int64_t row = at.row, gi = at.gi;
       // This tile's chunks are raw[tile, tile + chunks): with steps > 1 a tile has one chunk
@@ -599,7 +608,7 @@ __global__ void __launch_bounds__(kThreads) quant_generic_kernel(QuantParams p) 
   using S = typename X::Raw;
   constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int64_t groups_per_row = p.K / p.group;
+  const int64_t groups_per_row = static_cast<int64_t>(p.row_div.d);
   const int64_t total = p.rows * groups_per_row;
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int64_t num_warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
@@ -608,7 +617,7 @@ __global__ void __launch_bounds__(kThreads) quant_generic_kernel(QuantParams p) 
   // too, the reciprocal's slow-path call made ptxas spill 4 bytes around it (f32 x, sm_90a).
   const float inv_6ts = F == CodeFormat::e2m1 ? inverse_6ts(ts) : 1.0f;
   for (int64_t g = warp; g < total; g += num_warps) {
-    const int64_t row = g / groups_per_row, gi = g % groups_per_row;
+    const auto [row, gi] = GroupAt::of(g, p.row_div);
     const S* xg = static_cast<const S*>(p.x) + row * p.x_row_stride + gi * p.group;
     float amax = 0.0f;
     int nan = 0;
@@ -799,7 +808,7 @@ __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t b
 // output (a product, its fma residual, two compares and the fix-up: ~10 instructions per
 // element, most on the ALU pipe) and one cvt per output.
 template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false>
-__global__ void __launch_bounds__(kThreads) dequant_vec_kernel(DequantParams p) {
+__global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
@@ -833,7 +842,11 @@ TEJAS_QUANT_UNROLL
     CodeWord codes[kMaxDequantSteps] = {};
     uint32_t scale_bits[kMaxDequantSteps] = {};
     each_step([&](int st, int64_t row, int64_t k) {
-      scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + k / p.group);
+      // The group by dev::fast_div of the vector's index in its row (< 2^31). NOTES: `k / p.group`
+      // (64-bit) compiled to ~25 instructions per step (a 32-bit reciprocal path beside a call),
+      // as the row's division did.
+      const int64_t g = dev::fast_div(static_cast<uint32_t>(k / kVec), p.group_div);
+      scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + g);
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));
     });

@@ -167,6 +167,7 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   p.x = r.data;
   p.x_row_stride = r.data_stride;
   p.rule = plan.rule;
+  p.row_div = dev::make_fast_div(static_cast<uint64_t>(r.K / plan.group));
   QuantProblem prob;
   prob.x_bytes = elem_bytes(plan.t.data->dtype);
   prob.code_bits = dtype_bits(plan.t.q->dtype);
@@ -221,6 +222,7 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
   p.row_div = dev::make_fast_div(static_cast<uint64_t>(l.config.vectorized ? r.K / l.config.vec : 1));
+  p.group_div = dev::make_fast_div32(static_cast<uint32_t>(l.config.vectorized ? plan.group / l.config.vec : 1));
   return l;
 }
 

@@ -30,6 +30,7 @@ struct QuantParams {
   int lanes_per_group = 32;  // vectorized kernel: power of two <= 32
   int chunks = 1;            // vectorized kernel: <= kMaxChunks
   int steps = 1;             // vectorized kernel: tiles per warp step (chunks x steps <= kMaxChunks)
+  dev::FastDiv row_div;      // division by K / group (a group index -> its row), the one source of it
 };
 
 struct DequantParams {
@@ -42,6 +43,9 @@ struct DequantParams {
   ScaleKind scale_kind = ScaleKind::f32;
   int steps = 1;  // vectorized kernel: consecutive grid-stride steps per thread, loads first
   dev::FastDiv row_div;  // vectorized kernel: division by K / vec (a vector index -> its row)
+  // Vectorized kernel: division by group / vec (a vector's index in its row -> its group; K / vec
+  // < 2^31 there, make_dequant_config).
+  dev::FastDiv32 group_div;
 };
 
 }  // namespace tejas::quant_kernel

@@ -254,6 +254,16 @@ TEST(DequantConfig, VectorWidthAndFallback) {
   c = make_dequant_config(p);
   EXPECT_FALSE(c.vectorized);
   EXPECT_EQ(c.vec, 2);
+  // Rows of more than 2^31 - 1 vectors: the vectorized kernel's 32-bit group division (group_div)
+  // would not hold a vector's index, so the generic kernel runs them.
+  p.code_bits = 8;
+  p.q_align = row_align(256);
+  p.rows = 1;
+  p.group = 128;
+  p.K = kMaxDequantRowVecs * 8;
+  EXPECT_TRUE(make_dequant_config(p).vectorized);
+  p.K = (kMaxDequantRowVecs + 1) * 8;
+  EXPECT_FALSE(make_dequant_config(p).vectorized);
 }
 
 // TEJAS_TUNE quant.tie_bias (version 6): vectorized quant with f32 scales (fp8) and 16-bit x,

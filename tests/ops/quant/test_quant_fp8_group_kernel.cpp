@@ -350,7 +350,8 @@ void dequant_random_shapes(check::Rng& rng) {
     }
   }
   run_dequant({DType::f32, DType::bf16, {1, 16384}}, rng);
-  for (int group : {1, 3, 4, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
+  // 24 and 1536: group / vec (3, 192) not a power of two, through group_div's multiply and shift.
+  for (int group : {1, 3, 4, 24, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
   run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
   run_dequant({DType::f32, DType::f16, {4, 256}, kGroup, 3, 2, 0}, rng);
   run_dequant({DType::f32, DType::bf16, {4, 256}, kGroup, 0, 0, 3}, rng);
