@@ -56,6 +56,8 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(Raw));
   static_assert(kVec >= 1 && kVec * sizeof(Raw) == kVecBytes, "whole elements per access");
 
+  // NOTES: the row by shifts (threads_per_row is a power of two), as silu_quant_kernel's, made
+  // the 16-byte silu kernels spill 4-8 bytes under the 32-register bound (sm_80 and sm_90a).
   const int lane = static_cast<int>(threadIdx.x) & (p.threads_per_row - 1);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / p.threads_per_row) +
                       threadIdx.x / p.threads_per_row;
