@@ -8,7 +8,7 @@ usage: tools/ncu_summary.py [--markdown FILE] NAME=FILE.csv [NAME=FILE.csv ...]
 Columns: the profile's NAME (tools/gpu-check's profile target), the kernel, duration (us), DRAM
 throughput (% of peak) and bytes read / written (MB), achieved occupancy (% of the warps an SM
 holds), registers per thread, the shared-memory carveout the driver configured for the launch
-(KB per SM: what of the SM's L1 / shared memory is not L1), issue-slot use (% of cycles a scheduler issued), the ALU, FMA
+(KiB per SM: what of the SM's L1 / shared memory is not L1), issue-slot use (% of cycles a scheduler issued), the ALU, FMA
 and XU pipes' use (% of their peak: the integer ALU issues every other cycle, so a conversion-
 heavy kernel can be ALU-bound at ~70 % issue; XU: transcendentals, reciprocals), and the three
 largest warp stall reasons (warps stalled per issued instruction: long_scoreboard = waiting on
@@ -45,7 +45,9 @@ NOT_STALLS = {"selected", "not_selected"}
 TOP_STALLS = 3
 # Unit scales to the printed units (us, MB); ncu's raw page names the unit in the second row.
 TIME_SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
-KB_SCALE = {"byte": 1e-3, "Kbyte": 1.0, "KB": 1.0, "KiB": 1.024, "Mbyte": 1e3, "MB": 1e3}
+# KiB: the carveouts are binary sizes (an H200 SM: 256 KiB of L1 and shared memory in all).
+KIB_SCALE = {"byte": 1 / 1024, "Kbyte": 1000 / 1024, "KB": 1000 / 1024, "KiB": 1.0, "Mbyte": 1e6 / 1024,
+             "MB": 1e6 / 1024}
 BYTE_SCALE = {"byte": 1e-6, "Kbyte": 1e-3, "KB": 1e-3, "Mbyte": 1.0, "MB": 1.0, "Gbyte": 1e3, "GB": 1e3}
 
 
@@ -134,7 +136,7 @@ def summarize(label, kernel, metrics):
         "write_mb": scaled(metrics, DRAM_WRITE, BYTE_SCALE),
         "occupancy": plain(metrics, OCCUPANCY),
         "registers": plain(metrics, REGISTERS),
-        "smem_config_kb": scaled(metrics, SMEM_CONFIG, KB_SCALE),
+        "smem_config_kib": scaled(metrics, SMEM_CONFIG, KIB_SCALE),
         "issue_pct": plain(metrics, ISSUE),
         "alu_pct": plain(metrics, PIPE_ALU),
         "fma_pct": plain(metrics, PIPE_FMA),
@@ -143,13 +145,13 @@ def summarize(label, kernel, metrics):
     }
 
 
-COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "smem cfg KB", "issue %",
+COLUMNS = ["name", "kernel", "us", "DRAM %", "read MB", "write MB", "occupancy %", "regs", "smem cfg KiB", "issue %",
            "ALU %", "FMA %", "XU %", "top stalls"]
 
 
 def line(s):
     return [s["name"], s["kernel"], fmt(s["us"], 2), fmt(s["dram_pct"]), fmt(s["read_mb"]), fmt(s["write_mb"]),
-            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["smem_config_kb"]), fmt(s["issue_pct"]), fmt(s["alu_pct"]), fmt(s["fma_pct"]),
+            fmt(s["occupancy"]), fmt(s["registers"], 0), fmt(s["smem_config_kib"]), fmt(s["issue_pct"]), fmt(s["alu_pct"]), fmt(s["fma_pct"]),
             fmt(s["xu_pct"]), s["stalls"]]
 
 
@@ -202,7 +204,7 @@ def self_test():
         '"0","123","void tejas::quant_kernel::compiled::quant_vec_kernel<tejas::num::Bf16, '
         '(tejas::num::CodeFormat)2, (tejas::quant_kernel::ScaleRule)3>(tejas::quant_kernel::QuantParams)",'
         '"1,131.17","7.5","235.0","58,720.0","88.2","64","41.3","3.10","12.50","0.80","0.0","1.0","79.4","16.7",'
-        '"32.77"\n'
+        '"32.768"\n'
     )
     kernels = read_kernels(csv_text)
     assert len(kernels) == 1, kernels
@@ -213,7 +215,7 @@ def self_test():
     assert s["registers"] == 64 and abs(s["issue_pct"] - 41.3) < 1e-9, s
     assert s["stalls"] == "no_instruction 12.50, long_scoreboard 3.10, wait 0.80", s
     assert abs(s["alu_pct"] - 79.4) < 1e-9 and abs(s["fma_pct"] - 16.7) < 1e-9 and s["xu_pct"] is None, s
-    assert abs(s["smem_config_kb"] - 32.77) < 1e-9 and line(s)[8] == "32.8", s
+    assert abs(s["smem_config_kib"] - 32.0) < 1e-9 and line(s)[8] == "32.0", s
     assert line(s)[10:13] == ["79.4", "16.7", "-"], line(s)
     # Nanoseconds and a missing metric.
     ns = csv_text.replace('"usecond"', '"nsecond"').replace('"1,131.17"', '"2500"')

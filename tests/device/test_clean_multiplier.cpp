@@ -8,6 +8,7 @@
 // scale), the range edges; each with approximate reciprocals off by up to 2 ulps, as __fdividef's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -206,6 +207,49 @@ void expect_verdicts() {
     expect_verdict<F, F16>(sc, want);
   }
 }
+// cleantest::verdict_range (the kernel tests' bounds on a block's verdicts) against brute force:
+// for each scale, the first candidate that writes every value right, for each reciprocal the
+// device may start from (-2..+2 ulps), lowest and highest. Scales 1 / n x 2^k, calibrated ones,
+// and three whose first candidate depends on the reciprocal (30 in 5,000,000 random scales do:
+// the Newton step lands the others on one c0; a host search found none whose verdict does, so
+// the range is a bound the kernels' verdicts have not been seen to need).
+template <CodeFormat F, class S>
+void verdict_range_matches_brute_force() {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<float> scales = {0x1.a15832p+5f, 0x1.4499eep-19f, 0x1.bd0d52p-4f};
+  for (int n = 3; n < 200; n += 2) scales.push_back(std::ldexp(1.0f / static_cast<float>(n), static_cast<int>(rng.randint(-6, 2))));
+  for (int i = 0; i < 24; ++i)
+    scales.push_back(S::to_f32(S::from_f32(static_cast<float>(std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.randint(-8, 8)))))) /
+                     num::CodeTraits<F>::kMax);
+  for (const float sc : scales) {
+    const Exact<F, S> exact(sc);
+    int lo = num::kCleanCandidates, hi = 0;
+    for (int u = -cleantest::kApproxUlps; u <= cleantest::kApproxUlps; ++u) {
+      const num::CleanCandidates cand = cleantest::candidates(1.0f, sc, u);
+      int j = 0;
+      while (j < num::kCleanCandidates && first_wrong(exact, cand.c[j]) >= 0) ++j;
+      lo = std::min(lo, j);
+      hi = std::max(hi, j);
+    }
+    const auto [vlo, vhi] = cleantest::verdict_range<F, S>(1.0f, sc);
+    EXPECT_EQ(vlo, lo) << "scale " << std::hexfloat << sc;
+    EXPECT_EQ(vhi, hi) << "scale " << std::hexfloat << sc;
+  }
+  // The three scales' candidates do move with the reciprocal.
+  for (const float sc : {0x1.a15832p+5f, 0x1.4499eep-19f, 0x1.bd0d52p-4f}) {
+    bool moves = false;
+    for (int u = -cleantest::kApproxUlps; u <= cleantest::kApproxUlps; ++u)
+      moves |= cleantest::candidates(1.0f, sc, u).c[0] != cleantest::candidates(1.0f, sc, 0).c[0];
+    EXPECT_TRUE(moves) << "scale " << std::hexfloat << sc;
+  }
+}
+TEST(CleanMultiplier, VerdictRangeMatchesBruteForce) {
+  verdict_range_matches_brute_force<CodeFormat::e4m3, Bf16>();
+  verdict_range_matches_brute_force<CodeFormat::e4m3, F16>();
+  verdict_range_matches_brute_force<CodeFormat::e5m2, Bf16>();
+  verdict_range_matches_brute_force<CodeFormat::e5m2, F16>();
+}
+
 TEST(CleanMultiplier, KernelTestScalesTakeTheirVerdicts) {
   expect_verdicts<CodeFormat::e4m3>();
   expect_verdicts<CodeFormat::e5m2>();

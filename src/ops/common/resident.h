@@ -7,8 +7,9 @@
 // 512-byte table) neither attribute is touched: the driver sizes the carveout per launch, the
 // rest of the SM's 256 KiB staying L1, and smem must fit the default 48 KiB per block. A
 // kernel is asked with one carveout only (it is the kernel's attribute). Asked once per
-// (device, kernel, threads, smem, carveout) and cached, so timed launches query nothing. 0 when the shared memory exceeds the
-// device's opt-in limit or a query fails: the callers' variants are optimizations and fall back
+// (device, kernel, threads, smem, carveout) and cached, so timed launches query nothing. 0 when
+// the shared memory exceeds the limit (the opt-in maximum, or the default per-block limit with
+// Carveout::driver) or a query fails: the callers' variants are optimizations and fall back
 // to their default kernels, so a failing query is cleared from the runtime's error state (the
 // next launch would report it otherwise) and remembered, not reported. Thread safe.
 // CUDA builds only (resident.cu).

@@ -163,9 +163,8 @@ TEJAS_QUANT_UNROLL
   }
 }
 
-// A group's (row, index in the row); advancing by n < 2^31 groups divides only on a row wrap.
 // A group index as (row, group in the row), per_row dividing by the groups per row
-// (QuantParams::row_div). NOTES: with `g / groups_per_row` and `%` (64-bit) each warp step paid
+// (QuantParams::row_div); advancing by n groups divides only on a row wrap. NOTES: with `g / groups_per_row` and `%` (64-bit) each warp step paid
 // ~25 instructions (a 32-bit reciprocal path beside a division call), and each tile's advance
 // carried a call (SASS sm_90a).
 struct GroupAt {
