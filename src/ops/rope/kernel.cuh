@@ -117,6 +117,16 @@ __device__ __forceinline__ void group_position(const RopeParams& p, int& token, 
   local = static_cast<int>(tid - q * p.group_div.d);
 }
 
+// A group thread's head lane and first column (local / col_threads and the remainder) by
+// p.lane_div. NOTES: as `/` and `%` (32-bit) the division came before the thread's first loads
+// (the head prefetch and staging use both): ~15 dependent SASS instructions, an MUFU.RCP among
+// them, at the head of every thread's DRAM trip (sm_90a).
+__device__ __forceinline__ void lane_position(const RopeParams& p, int local, int& lane, int& col) {
+  const uint32_t q = dev::fast_div(static_cast<uint32_t>(local), p.lane_div);
+  lane = static_cast<int>(q);
+  col = local - static_cast<int>(q * p.lane_div.d);
+}
+
 // Vector `it` (< Hk x D / VEC) of a token's k or v row: its head and its first element, by
 // p.col_div (a 32-bit high multiply) below 2^31, else (a row of 2^31 vectors or more: 16-bit
 // heads of D = 2^24 - 1 across 129 kv heads reach it) by a 64-bit division.
@@ -844,14 +854,15 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
   impl::group_position(p, token, local);
   const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
   if (t >= p.T) return;  // no barriers below: tail threads may leave
-  const int lane = local / p.col_threads;
+  int lane, col0;
+  impl::lane_position(p, local, lane, col0);
   Loaded<int64_t> slot_loaded;
   impl::load_slot(p, t, slot_loaded);
   // TEJAS_TUNE rope.head_prefetch=1 (off: within noise on the H200): the first
   // step's head rows into L2 before the position load, when the thread's first column rotates.
-  if (p.head_prefetch && local % p.col_threads < p.rot_cols) {
-    if (p.neox) impl::prefetch_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
-    else impl::prefetch_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+  if (p.head_prefetch && col0 < p.rot_cols) {
+    if (p.neox) impl::prefetch_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), col0, lane);
+    else impl::prefetch_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), col0, lane);
   }
   // TEJAS_TUNE rope.head_stage=1 (the default since the H200 timed it; 16-byte q/k
   // accesses): the first step's head vectors copied into shared memory (cp.async) before the
@@ -865,9 +876,9 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     // is staged too (their slot is not known yet), as with the prefetch.
     v_staged = p.v_stage && impl::copies_v<VEC>(p, local);
     if (v_staged) impl::stage_v<S, VEC, kHeads>(p, ptx::mov_opaque(t), local);
-    if (local % p.col_threads < p.rot_cols) {
-      if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
-      else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), local % p.col_threads, lane);
+    if (col0 < p.rot_cols) {
+      if (p.neox) impl::stage_heads<S, VEC, true, kHeads>(p, ptx::mov_opaque(t), col0, lane);
+      else impl::stage_heads<S, VEC, false, kHeads>(p, ptx::mov_opaque(t), col0, lane);
     } else if (v_staged) {
       ptx::cp_async_commit();
     }
@@ -885,8 +896,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
     impl::row_vector<VEC>(p, local, h, d0);
     ptx::prefetch_l2(static_cast<const typename S::Raw*>(p.v) + t * p.v_tok + h * p.v_head + d0);
   }
-  for (int col = local % p.col_threads; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
-    const bool staged = kStage && col == local % p.col_threads;  // the first column's first step
+  for (int col = col0; col < p.rot_cols + p.pass_cols; col += p.col_threads) {
+    const bool staged = kStage && col == col0;  // the first column's first step
     if (col >= p.rot_cols) {
       const int64_t slot = impl::slot_at(p, slot_loaded);
       if (slot >= 0) impl::copy_k_tail<S, VEC>(p, t, col - p.rot_cols, lane, slot);
@@ -924,7 +935,8 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
   const int group = static_cast<int>(p.group_div.d);
   int token, local;
   impl::group_position(p, token, local);
-  const int lane = local / p.col_threads, col = local % p.col_threads;
+  int lane, col;
+  impl::lane_position(p, local, lane, col);
   const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
   int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
   // (col_threads == rot_cols: the second test is defensive.) Threads that leave run their share of

@@ -28,6 +28,7 @@ struct RopeParams {
   dev::FastDiv block_div;   // the caches' block size (block_div.d): a slot -> its block and row
   dev::FastDiv32 col_div;   // D / VEC, the vectors of a head row: a vector index -> its head
   dev::FastDiv32 group_div; // col_threads x head_lanes, a token's threads: a thread -> its token
+  dev::FastDiv32 lane_div;  // col_threads: a thread of a token's group -> its head lane and column
   // Bounds for index contents the kernel cannot trust without debug checks: a position outside
   // [0, max_pos) leaves its pairs unrotated, a slot >= num_slots is skipped like a negative one,
   // so bad indices never touch memory outside the tensors.

@@ -158,6 +158,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
                    c.threads >= kCleanMinThreads;
   p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));
+  p.lane_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads));
   p.rot_cols = c.rot_cols;
   p.pass_cols = c.pass_cols;
   p.col_threads = c.col_threads;
