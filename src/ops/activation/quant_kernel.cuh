@@ -96,20 +96,23 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     }
   } else {
     // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)).
-    float s = fmaxf(amax / kE4m3MaxF, kFp8MinScale);
+    const float s = fmaxf(amax / kE4m3MaxF, kFp8MinScale);
+    // y * (1 / s): exact for ue8m0 scales, within ~1.5 f32 ulps of y / s for f32 scales
+    // (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15 tie window of the
+    // accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division per element is ~10
+    // instructions with a slow-path call.
+    float inv;
     if (p.kind == QuantKind::fp8_ue8m0) {
       const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
-      s = num::ue8m0_to_f32(code);
+      // 1 / 2^(code - 127) = 2^(127 - code), f32 bits (254 - code) << 23: a normal number, since
+      // kFp8MinScale <= s <= (x's largest value) / 448 puts code in [85, 247]. NOTES: computed as
+      // 1.0f / ue8m0_to_f32(code), the same value took an f32 division (SASS sm_90a).
+      inv = __uint_as_float(static_cast<uint32_t>(kTwiceBias - code) << kF32ExpShift);
       if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code TEJAS_NESTED_SITE);
-    } else if (writes_scale) {
-      ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
+    } else {
+      inv = 1.0f / s;
+      if (writes_scale) ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
     }
-    // y * (1 / s): exact for ue8m0 scales (powers of two: 1 / s is exact, a subnormal 2^-127 only
-    // for s = 2^127, where y * 2^-127 rounds as y / 2^127 does), within ~1.5 f32 ulps of y / s
-    // for f32 scales (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15 tie
-    // window of the accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division per
-    // element is ~10 instructions with a slow-path call.
-    const float inv = 1.0f / s;
     for (int i = 0; i < kQuantElems; i += 2) {
       const uint16_t pair = num::f32x2_to_e4m3x2(y[i] * inv, y[i + 1] * inv);
       codes[i] = static_cast<uint8_t>(pair);
@@ -129,7 +132,11 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
   constexpr int kBytes = kQuantElems / 2;
   uint8_t codes[kBytes];
   uint8_t scale_code;
-  float divisor = 0.0f;  // 0: every code of the block is +0
+  // y * inv, inv = 1 / the block's scale: exact for MX (a power of two 2^e, e in [-127, 125]
+  // with y saturated to x's largest finite value, whose inverse is normal); within ~1.5 f32
+  // ulps for nvfp4 (tensor_scale in [2^-64, 2^64] keeps 1 / divisor normal). 0: every code of
+  // the block is +0 (nvfp4's block scale 0).
+  float inv = 0.0f;
   if (amax != amax) {
     scale_code = p.kind == QuantKind::mxfp4 ? kUe8m0NaN : kE4m3NaN;
   } else if (p.kind == QuantKind::mxfp4) {
@@ -138,27 +145,26 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
     // subnormal); y / X is exact.
     const int biased = static_cast<int>((__float_as_uint(amax) >> kF32ExpShift) & kF32ExpMask);
     scale_code = static_cast<uint8_t>(biased > kE2m1Emax ? biased - kE2m1Emax : 0);
-    divisor = 1.0f / __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
+    // 1 / X = 2^(127 - code): f32 bits (254 - code) << 23, normal (code <= 252). NOTES: as
+    // 1.0f / (1.0f / that), the same value, it took two f32 divisions per lane and chunk.
+    inv = __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
   } else {
     scale_code = num::f32_to_e4m3(amax / (kE2m1MaxF * ts));
-    divisor = num::e4m3_to_f32(scale_code) * ts;
+    const float divisor = num::e4m3_to_f32(scale_code) * ts;
+    inv = divisor == 0.0f ? 0.0f : 1.0f / divisor;
   }
   if (amax != amax) {
     for (int i = 0; i < kBytes; ++i) codes[i] = kE2m1NaNPair;
   } else {
-    // y * (1 / divisor), as in quantize_fp8: exact for MX (a power of two 2^e, e in [-127, 125]
-    // with y saturated to x's largest finite value, whose inverse is normal); within ~1.5 f32 ulps
-    // for nvfp4 (tensor_scale in [2^-64, 2^64] keeps 1 / divisor normal).
-    const float inv = divisor == 0.0f ? 0.0f : 1.0f / divisor;
     if constexpr (kPacked) {
       static_assert(kBytes == 4, "eight codes: one word");
       uint32_t lanes[kBytes];
       for (int i = 0; i < kBytes; ++i) lanes[i] = num::f32x2_to_e2m1_lanes(y[2 * i] * inv, y[2 * i + 1] * inv);
-      const uint32_t word = divisor == 0.0f ? 0u : num::pack_e2m1_lanes(lanes[0], lanes[1], lanes[2], lanes[3]);
+      const uint32_t word = inv == 0.0f ? 0u : num::pack_e2m1_lanes(lanes[0], lanes[1], lanes[2], lanes[3]);
       memcpy(codes, &word, sizeof(word));
     } else {
       for (int i = 0; i < kBytes; ++i)
-        codes[i] = divisor == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] * inv, y[2 * i + 1] * inv);
+        codes[i] = inv == 0.0f ? 0 : num::f32x2_to_e2m1x2(y[2 * i] * inv, y[2 * i + 1] * inv);
     }
   }
   if (writes_scale) ptx::st_global(scale_slot, scale_code TEJAS_NESTED_SITE);
