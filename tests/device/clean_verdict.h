@@ -31,8 +31,8 @@ int verdict(float a, float b, int ulps = 0) {
 }
 
 // The lowest and highest verdict over every approximation the device may start from: equal where
-// the verdict does not depend on it (every scale a host search tried: the Newton step gives one
-// c0 for all of them but about 6 in 10^6 scales, and none of those changed a verdict;
+// the verdict does not depend on it (the Newton step gives one c0 for all of them but about 6 in
+// 10^6 random scales, and none of 12 such scales checked changed a verdict;
 // CleanMultiplier.VerdictRangeMatchesBruteForce).
 template <num::CodeFormat F, class S>
 std::pair<int, int> verdict_range(float a, float b) {

@@ -211,8 +211,8 @@ void expect_verdicts() {
 // for each scale, the first candidate that writes every value right, for each reciprocal the
 // device may start from (-2..+2 ulps), lowest and highest. Scales 1 / n x 2^k, calibrated ones,
 // and three whose first candidate depends on the reciprocal (30 in 5,000,000 random scales do:
-// the Newton step lands the others on one c0; a host search found none whose verdict does, so
-// the range is a bound the kernels' verdicts have not been seen to need).
+// the Newton step lands the others on one c0; none of 12 such scales checked has a verdict that
+// does, so the range is a bound the kernels' verdicts have not been seen to need).
 template <CodeFormat F, class S>
 void verdict_range_matches_brute_force() {
   TEJAS_SEEDED_TEST_RNG();
