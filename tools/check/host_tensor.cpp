@@ -30,8 +30,7 @@ void unflatten(const std::vector<int64_t>& shape, int64_t flat, int64_t* idx) {
 }  // namespace
 
 uint8_t current_poison() { return t_poison; }
-ScopedPoison::ScopedPoison(uint8_t byte) : saved_(t_poison) { t_poison = byte; }
-ScopedPoison::~ScopedPoison() { t_poison = saved_; }
+ScopedPoison::ScopedPoison(uint8_t byte) : ScopedSet(t_poison, byte) {}
 
 uint64_t poison_code(DType t, uint8_t byte) {
   const int bits = dtype_bits(t);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/scoped_set.h"
 #include "tejas/tensor.h"
 
 namespace tejas::check {
@@ -21,15 +22,9 @@ uint8_t current_poison();  // this thread's poison byte for new tensors
 
 // Sets this thread's poison byte for HostTensors constructed while it lives (and for what
 // `tejas check` clones from them); restores the previous byte when it ends. Scopes nest.
-class ScopedPoison {
+class ScopedPoison : tejas::detail::ScopedSet<uint8_t> {
  public:
   explicit ScopedPoison(uint8_t byte);
-  ~ScopedPoison();
-  ScopedPoison(const ScopedPoison&) = delete;
-  ScopedPoison& operator=(const ScopedPoison&) = delete;
-
- private:
-  uint8_t saved_;
 };
 
 // The code an element of dtype `t` holds in storage filled with `byte` (e2m1: the low nibble,

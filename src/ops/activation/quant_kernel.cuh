@@ -14,6 +14,7 @@
 #include "device/reduce.cuh"
 #include "ops/activation/act_math.cuh"
 #include "ops/activation/config.h"
+#include "ops/quant/quant_math.h"
 
 namespace tejas::act {
 inline namespace TEJAS_BUILD_NS {
@@ -23,7 +24,6 @@ inline constexpr float kE2m1MaxF = 6.0f;
 inline constexpr int kE2m1Emax = 2;           // floor(log2(6)): OCP emax of e2m1
 inline constexpr int kF32ExpShift = 23;       // f32 exponent field position
 inline constexpr uint32_t kF32ExpMask = 0xFF;
-inline constexpr int kTwiceBias = 254;        // 2^-e has biased exponent 127 + 127 - code
 inline constexpr uint8_t kUe8m0NaN = 0xFF;
 inline constexpr uint8_t kE4m3NaN = 0x7F;
 inline constexpr uint8_t kE2m1NaNPair = 0x77;  // two +6 codes: e2m1 has no NaN (tejas/quant.h)
@@ -104,10 +104,10 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     float inv;
     if (p.kind == QuantKind::fp8_ue8m0) {
       const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
-      // 1 / 2^(code - 127) = 2^(127 - code), f32 bits (254 - code) << 23: a normal number, since
+      // 1 / 2^(code - 127) = 2^(127 - code) (quant's pow2f: the f32 bits), a normal number, since
       // kFp8MinScale <= s <= (x's largest value) / 448 puts code in [85, 247]. NOTES: computed as
       // 1.0f / ue8m0_to_f32(code), the same value took an f32 division (SASS sm_90a).
-      inv = __uint_as_float(static_cast<uint32_t>(kTwiceBias - code) << kF32ExpShift);
+      inv = quant_kernel::pow2f(num::kF32Bias - code);
       if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code TEJAS_NESTED_SITE);
     } else {
       inv = 1.0f / s;
@@ -145,9 +145,9 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
     // subnormal); y / X is exact.
     const int biased = static_cast<int>((__float_as_uint(amax) >> kF32ExpShift) & kF32ExpMask);
     scale_code = static_cast<uint8_t>(biased > kE2m1Emax ? biased - kE2m1Emax : 0);
-    // 1 / X = 2^(127 - code): f32 bits (254 - code) << 23, normal (code <= 252). NOTES: as
+    // 1 / X = 2^(127 - code) (pow2f), normal (code <= 252). NOTES: as
     // 1.0f / (1.0f / that), the same value, it took two f32 divisions per lane and chunk.
-    inv = __uint_as_float(static_cast<uint32_t>(kTwiceBias - scale_code) << kF32ExpShift);
+    inv = quant_kernel::pow2f(num::kF32Bias - scale_code);
   } else {
     scale_code = num::f32_to_e4m3(amax / (kE2m1MaxF * ts));
     const float divisor = num::e4m3_to_f32(scale_code) * ts;

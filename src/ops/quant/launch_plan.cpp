@@ -230,8 +230,7 @@ namespace {
 thread_local int64_t g_resident_override = 0;
 }  // namespace
 
-ScopedResidentCtas::ScopedResidentCtas(int64_t ctas) : saved_(g_resident_override) { g_resident_override = ctas; }
-ScopedResidentCtas::~ScopedResidentCtas() { g_resident_override = saved_; }
+ScopedResidentCtas::ScopedResidentCtas(int64_t ctas) : ScopedSet(g_resident_override, ctas) {}
 int64_t resident_ctas_or_override(int64_t measured) { return g_resident_override > 0 ? g_resident_override : measured; }
 
 void print_plan(const char* op, const QuantPlan& plan) {

@@ -9,6 +9,7 @@
 #include "ops/quant/config.h"
 #include "ops/quant/params.h"
 #include "ops/quant/quant_math.h"
+#include "runtime/scoped_set.h"
 #include "tejas/tensor.h"
 
 namespace tejas::quant_kernel {
@@ -55,15 +56,9 @@ inline constexpr int64_t kEmuResidentCtas = 2;
 // Tests: while one is alive, this thread's quant calls plan version 7 with `ctas` resident CTAs
 // on either backend (instead of the GPU's count or kEmuResidentCtas), so that a call of a test's
 // size takes version 7 on a GPU too.
-class ScopedResidentCtas {
+class ScopedResidentCtas : detail::ScopedSet<int64_t> {
  public:
   explicit ScopedResidentCtas(int64_t ctas);
-  ~ScopedResidentCtas();
-  ScopedResidentCtas(const ScopedResidentCtas&) = delete;
-  ScopedResidentCtas& operator=(const ScopedResidentCtas&) = delete;
-
- private:
-  int64_t saved_;
 };
 // The backends' resident CTA count for version 7: the override above, else `measured`.
 int64_t resident_ctas_or_override(int64_t measured);

@@ -185,8 +185,7 @@ thread_local RopeLaunch g_last_launch;
 thread_local bool g_force_fallback = false;
 }  // namespace
 
-ScopedPipelineFallback::ScopedPipelineFallback() : saved_(g_force_fallback) { g_force_fallback = true; }
-ScopedPipelineFallback::~ScopedPipelineFallback() { g_force_fallback = saved_; }
+ScopedPipelineFallback::ScopedPipelineFallback() : ScopedSet(g_force_fallback, true) {}
 bool pipeline_fallback_forced() { return g_force_fallback; }
 
 RopeLaunch last_launch() { return g_last_launch; }

@@ -7,6 +7,7 @@
 
 #include "ops/rope/config.h"
 #include "ops/rope/kernel_params.h"
+#include "runtime/scoped_set.h"
 #include "tejas/context.h"
 #include "tejas/rope.h"
 #include "tejas/status.h"
@@ -56,15 +57,9 @@ RopeLaunch without_pipeline(const RopeLaunch& l);
 
 // Tests: while one is alive, this thread's pipelined plans run without_pipeline's launch on either
 // backend, as if the GPU's occupancy query had failed, so that the emulator covers the fallback.
-class ScopedPipelineFallback {
+class ScopedPipelineFallback : detail::ScopedSet<bool> {
  public:
   ScopedPipelineFallback();
-  ~ScopedPipelineFallback();
-  ScopedPipelineFallback(const ScopedPipelineFallback&) = delete;
-  ScopedPipelineFallback& operator=(const ScopedPipelineFallback&) = delete;
-
- private:
-  bool saved_;
 };
 bool pipeline_fallback_forced();
 
