@@ -54,6 +54,7 @@ constexpr Knob kKnobs[] = {
     {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 0, kTuneMaxNormStages},
     {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 0, 1},
     {"norm.packed_add", &Tune::norm_packed_add, 0, 1},
+    {"norm.warp_items", &Tune::norm_warp_items, 0, kTuneMaxNormWarpItems},
 };
 
 const Tune* g_override = nullptr;

@@ -92,6 +92,12 @@
 //                          f32, rounded to odd, then to the residual's dtype. The H200
 //                          (2026-11-30, two runs): 0 took 1.121 / 1.124 of the time on
 //                          fused_add_rms_norm, 1.178 / 1.180 on the fp8-group op
+//   norm.warp_items=0..16  RMSNorm family, the pipelined rows (norm.pipeline, norm.pipeline_fp8)
+//                          of at most this many 16-byte vectors per lane (H <= 256 x N): one warp
+//                          per row instead of one CTA per row, warps walking the rows with the
+//                          row kept in shared memory until written (norm_warp_pipe_kernel;
+//                          default 8: H <= 2048; 0 = off: the CTA-per-row pipeline). Not
+//                          measured on GPU
 //   rope.heads=0..2        rope family: heads whose q/k loads a thread issues together, half
 //                          the head lanes at 2; 0 (default) = per op: 2 for the ops that rotate
 //                          (rope, mrope, rope_kv_cache_write), 1 for kv_cache_write (the H200:
@@ -150,6 +156,7 @@ inline constexpr int kTuneMaxDequantSteps = 2;
 inline constexpr int kTuneMaxActivationSteps = 4;
 inline constexpr int kTuneMaxRopeHeads = 2;
 inline constexpr int kTuneMaxNormStages = 2;
+inline constexpr int kTuneMaxNormWarpItems = 16;  // norm::kMaxWarpPipeItems (static_assert in plan.cpp)
 inline constexpr int kTuneMaxActivationStages = 2;
 
 struct Tune {
@@ -179,6 +186,7 @@ struct Tune {
   int norm_pipeline_fp8 = 1;
   int norm_fp8_one_reduction = 1;
   int norm_packed_add = 1;
+  int norm_warp_items = 8;
 };
 
 // Parses `text` ("" = defaults) into *out; false and `why` on the first bad entry (the entries

@@ -58,6 +58,7 @@ const std::vector<KeyCase>& key_cases() {
       {"norm.pipeline_fp8", &Tune::norm_pipeline_fp8, 1, 0, 3, "0..2"},
       {"norm.fp8_one_reduction", &Tune::norm_fp8_one_reduction, 1, 0, 2, "0..1"},
       {"norm.packed_add", &Tune::norm_packed_add, 1, 0, 2, "0..1"},
+      {"norm.warp_items", &Tune::norm_warp_items, 8, 16, 17, "0..16"},
       {"rope.head_stage", &Tune::rope_head_stage, 1, 0, 2, "0..1"},
       {"rope.kv_loads_first", &Tune::rope_kv_loads_first, 1, 0, 2, "0..1"},
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},

@@ -154,6 +154,56 @@ constexpr NormConfig with_pipeline(const NormProblem& p, NormConfig c, int stage
   return c;
 }
 
+// The warp-row pipeline (TEJAS_TUNE norm.warp_items; norm_warp_pipe_kernel): the short rows of
+// the pipelined configs go one warp per row instead of one CTA per row. A CTA of kWarpPipeWarps
+// warps is a set of independent row walkers: warp w of CTA b takes rows b x kWarpPipeWarps + w,
+// + gridDim.x x kWarpPipeWarps, ...; lane l owns the row's vectors l, l + 32, ... (`items` per
+// lane, ceil(H / 8 / 32)), copied by cp.async into its own slots, `stages` rows ahead, one
+// buffer more than that (stages + 1 per warp), because the row stays in shared memory while it is
+// used: read once for the sum of squares (the residual added, stored, and the sum written back
+// into x's slot), once more for the output (and once between the two for a dynamic fp8 scale's
+// amax). No block barrier: the reductions are warp shuffles. Why: the CTA-per-row rows of
+// H <= 2048 (64-256 threads, one vector per thread) pay the block reduction's two barriers and
+// the per-row work for 8 elements per thread; here they are paid once per row per warp over
+// 8 x items elements per lane. Eligible: pipeline_eligible's rows but for the warp-per-row ones
+// (H <= 256) too, with items <= the key's maximum (default 8: H <= 2048).
+inline constexpr int kWarpPipeWarps = 4;  // rows in flight per CTA, one per warp
+inline constexpr int kWarpPipeThreads = kWarpPipeWarps * kWarpSize;
+inline constexpr int kMaxWarpPipeItems = 16;  // TEJAS_TUNE norm.warp_items's largest: H <= 4096
+
+// 16-byte vectors per lane of a warp-row pipeline row.
+constexpr int64_t warp_pipe_items(const NormProblem& p) { return ceil_div(p.H / kMaxVec, kWarpSize); }
+
+constexpr bool warp_pipe_eligible(const NormProblem& p, const NormConfig& c, int max_items) {
+  const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
+  const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
+  return c.supported && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok && max_items > 0 &&
+         max_items <= kMaxWarpPipeItems && warp_pipe_items(p) <= max_items;
+}
+
+// Dynamic shared memory of norm_warp_pipe_kernel: [warp][buffer][tensor][item][lane] 16-byte
+// slots, stages + 1 buffers (no NormSmem: no block reduction).
+constexpr int64_t warp_pipeline_smem_bytes(const NormProblem& p, int stages) {
+  const int64_t tensors = p.residual.present ? 2 : 1;
+  return kWarpPipeWarps * (stages + 1) * tensors * warp_pipe_items(p) * kWarpSize * kPipeSlotBytes;
+}
+
+// The warp-row pipelined config when it applies (`stages` > 0, eligible with at most `max_items`
+// vectors per lane, T >= 2 x resident_ctas, as with_pipeline asks): kWarpPipeThreads threads,
+// grid = the resident CTAs or fewer (every warp a row at least). Otherwise `c` unchanged.
+constexpr NormConfig with_warp_pipeline(const NormProblem& p, NormConfig c, int stages, int max_items,
+                                        int64_t resident_ctas) {
+  if (stages <= 0 || resident_ctas <= 0 || !warp_pipe_eligible(p, c, max_items) || p.T < 2 * resident_ctas) return c;
+  c.pipeline_stages = stages;
+  c.warp_per_row = true;
+  c.rows_per_block = kWarpPipeWarps;
+  c.threads = kWarpPipeThreads;
+  c.elems_per_thread = static_cast<int>(warp_pipe_items(p)) * kMaxVec;
+  const int64_t blocks = ceil_div(p.T, kWarpPipeWarps);
+  c.grid = blocks < resident_ctas ? blocks : resident_ctas;
+  return c;
+}
+
 // "vec 8, E 16, 256 threads, 1 row/CTA, grid 37" (TEJAS_PRINT_CONFIG=1 prints it per call).
 std::string describe(const NormConfig& c);
 // Prints `op`, the problem and the config to stderr when TEJAS_PRINT_CONFIG=1.

@@ -3,6 +3,7 @@
 //   x bf16 / f16: vec 8, 4, 2, 1;  x f32: vec 4, 2, 1;  E 8 and 16.  (22 kernels)
 //   norm_pipe_kernel (the norm.pipeline variant): x bf16 / f16, vec 8, E 8 and 16.  (4 kernels)
 //   norm_kernel<.., true> (the norm.fp8_one_reduction variant): the same four.  (4 kernels)
+//   norm_warp_pipe_kernel (the norm.warp_items variant): x bf16 / f16.  (2 kernels)
 // vec < the widest only serves misaligned views (or an f32 weight / residual beside 16-bit x).
 #pragma once
 #include "ops/norm/kernel.cuh"
@@ -61,8 +62,18 @@ inline NormKernel pick_one_reduction_kernel(DType x, int vec, int e) {
   }
 }
 
+// The norm.warp_items kernel (config.h's warp_pipe_eligible); nullptr otherwise.
+inline NormKernel pick_warp_pipe_kernel(DType x) {
+  switch (x) {
+    case DType::bf16: return &norm_warp_pipe_kernel<DType::bf16>;
+    case DType::f16: return &norm_warp_pipe_kernel<DType::f16>;
+    default: return nullptr;
+  }
+}
+
 // The kernel a config runs.
 inline NormKernel kernel_for(DType x, const NormConfig& c) {
+  if (c.pipeline_stages > 0 && c.warp_per_row) return pick_warp_pipe_kernel(x);
   if (c.pipeline_stages > 0) return pick_pipe_kernel(x, c.vec, c.elems_per_thread);
   if (c.fp8_one_reduction) return pick_one_reduction_kernel(x, c.vec, c.elems_per_thread);
   return pick_kernel(x, c.vec, c.elems_per_thread);

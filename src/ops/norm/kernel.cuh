@@ -3,7 +3,9 @@
 // once into registers (float v[I][V] per thread), reduced (sum of squares, then amax for fp8),
 // and written once from the same registers. See config.h for the thread <-> element mapping.
 // norm_kernel takes one row per CTA (or warp); norm_pipe_kernel, the norm.pipeline variant, walks
-// rows with persistent CTAs and copies the next ones ahead into shared memory (cp.async).
+// rows with persistent CTAs and copies the next ones ahead into shared memory (cp.async);
+// norm_warp_pipe_kernel, the norm.warp_items variant, does the same for short rows a warp per
+// row, the row read back from shared memory once per pass instead of held in registers.
 //
 // Template parameters: XT (x's dtype, also `out`'s unless fp8), V (elements per vector access)
 // and E (floats per thread). weight / residual / scale dtypes and the output kind are runtime
@@ -205,6 +207,21 @@ __device__ __forceinline__ float fp8_scale(float amax, float min_scale) {
   return amax != amax ? amax : fmaxf(amax / kE4m3MaxF, min_scale);
 }
 
+// The scale of the fp8 group whose amax is `amax`, for the thread holding vector j of the row:
+// written by the group's first vector's thread (f32 or ue8m0), and returned as stored (q is
+// divided by the stored scale).
+__device__ __forceinline__ float group_scale(const NormParams& p, int64_t row, int j, int group_vecs, float amax) {
+  const float s = fp8_scale(amax, p.min_scale);
+  if (j % group_vecs == 0) {
+    const int64_t g = j / group_vecs;
+    unsigned char* sp = static_cast<unsigned char*>(p.scale) +
+                        (row * p.scale_stride_t + g * p.scale_stride_g) * dtype_size(p.scale_dtype);
+    if (p.scale_dtype == DType::ue8m0) ptx::st_global(sp, num::f32_to_ue8m0(s));
+    else ptx::st_global(reinterpret_cast<float*>(sp), s);
+  }
+  return p.scale_dtype == DType::ue8m0 ? num::ue8m0_to_f32(num::f32_to_ue8m0(s)) : s;
+}
+
 // Group maxima of item k (the GroupVecs consecutive threads of one group; every lane of the
 // warp calls it: shuffles need the full mask). A group within a warp ends here; a wider one
 // leaves each warp's maximum in shared memory, read back by group_amax_wide after a barrier.
@@ -329,16 +346,7 @@ __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& r
       float a;
       if constexpr (kWide) a = group_amax_wide<kGroupVecs>(rs.tid, k, smem);
       else a = amax[k];
-      const float s = fp8_scale(a, p.min_scale);
-      float stored = s;
-      if (j % kGroupVecs == 0) {
-        const int64_t g = j / kGroupVecs;
-        unsigned char* sp = static_cast<unsigned char*>(p.scale) +
-                            (rs.row * p.scale_stride_t + g * p.scale_stride_g) * dtype_size(p.scale_dtype);
-        if (p.scale_dtype == DType::ue8m0) ptx::st_global(sp, num::f32_to_ue8m0(s));
-        else ptx::st_global(reinterpret_cast<float*>(sp), s);
-      }
-      if (p.scale_dtype == DType::ue8m0) stored = num::ue8m0_to_f32(num::f32_to_ue8m0(s));  // q uses the stored scale
+      const float stored = group_scale(p, rs.row, j, kGroupVecs, a);
       store_out<XT, V>(p, rs.row, static_cast<int64_t>(j) * V, v[k], stored);
     }
     return;
@@ -535,6 +543,184 @@ __global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams
     // NOTES: kNarrowWeight: with RawAny's f32 room the unloaded upper halves were carried from
     // row to row through local memory (32-48 bytes of spill in the E-16 kernels).
     finish_row<XT, V, I, true, true>(p, rs, nvec, v, vt, false, 0, smem);
+  }
+  ptx::cp_async_wait_all();  // the empty trailing groups: nothing left pending at exit
+}
+
+// N floats already rounded to d (bf16 or f16) as d's bits: exact.
+template <int N>
+__device__ __forceinline__ void encode_16bit(DType d, const float (&f)[N], RawVec<DType::bf16, N>& r) {
+  unsigned char b[RawVec<DType::bf16, N>::kBytes];
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    if (d == DType::bf16) encode<DType::bf16>(f[e], b + 2 * e);
+    else encode<DType::f16>(f[e], b + 2 * e);
+  }
+  memcpy(r.c, b, sizeof b);
+}
+
+// The norm.warp_items variant (config.h's with_warp_pipeline): one warp per row, warps walking
+// rows with `pipeline_stages` rows ahead in their own shared-memory buffers (stages + 1 of them:
+// a row stays in its buffer until its output is written). Lane l owns vectors l, l + 32, ... of
+// the row (items), each read back from its slot once per pass:
+//   1. the sum of squares (fused: residual += x first, stored, and the sum written back into x's
+//      slot, so the later passes read the stored value), reduced by shuffles;
+//   2. (dynamic fp8 scales) max |y|, reduced by shuffles;
+//   3. y = v x inv_rms x weight, written (fp8 groups: the group's 16 vectors are 16 lanes of one
+//      item, their amax reduced by shuffles within the half warp).
+// y is computed as finish_row computes it (apply_weight), so passes 2 and 3 agree bit for bit.
+// Each lane reads back only slots it copied into or wrote, in program order; the buffer is
+// copied into again (the row stages + 1 ahead) only after pass 3 read it. Warps of one CTA
+// share nothing, so there is no barrier and a warp leaves when its rows are done.
+// Rows of whole 16-byte vectors, a 16-bit residual or none, and a 16-bit weight (vec 8 needs it).
+template <DType XT>
+__global__ void __launch_bounds__(kWarpPipeThreads, 9) norm_warp_pipe_kernel(const NormParams p) {
+  constexpr int V = kMaxVec;
+  static_assert(V * kElemBytes<XT> == kPipeSlotBytes, "16-byte x vectors");
+  // The other 16-bit dtype: a fused row's sum in a residual of the other dtype.
+  constexpr DType kOther = XT == DType::bf16 ? DType::f16 : DType::bf16;
+  using Slot = typename RawVec<XT, V>::Chunk;  // 16 bytes
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize), warp = static_cast<int>(threadIdx.x / kWarpSize);
+  const int nvec = p.H / V;  // H % V == 0
+  const int items = (nvec + kWarpSize - 1) / kWarpSize;
+  const bool fused = p.residual != nullptr;
+  const int tensors = fused ? 2 : 1, stages = p.pipeline_stages, buffers = stages + 1;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpPipeWarps;
+  int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpPipeWarps + warp;
+  // This lane's slot of item 0 of x in buffer b; item k at + k x 32, the residual's (fused) at
+  // + items x 32 after x's (consecutive lanes, consecutive 16 bytes: conflict-free).
+  Slot* const lane_slots = dev::dynamic_smem<Slot>() + warp * buffers * tensors * items * kWarpSize + lane;
+  const int buffer_slots = tensors * items * kWarpSize, res_slots = items * kWarpSize;
+  // Row r's vectors of this lane into buffer b, as one commit group (empty past the last row, so
+  // that group n is always this warp's n-th row).
+  const auto issue = [&](int64_t r, int b) {
+    if (r < p.T) {
+      Slot* const xs = lane_slots + b * buffer_slots;
+      for (int k = 0, j = lane; j < nvec; ++k, j += kWarpSize) {
+        const int64_t col = static_cast<int64_t>(j) * V;
+        ptx::cp_async_16(xs + k * kWarpSize, elem_at(p.x, r, p.x_stride, col, kElemBytes<XT>));
+        if (fused) ptx::cp_async_16(xs + res_slots + k * kWarpSize, elem_at(p.residual, r, p.res_stride, col, 2));
+      }
+    }
+    ptx::cp_async_commit();
+  };
+  for (int b = 0; b < stages; ++b) issue(row + b * step, b);
+  const bool packed = kPackedAddable<XT, V> && p.packed_add && fused;  // as in norm_kernel
+  const bool sum_in_x = !fused || p.res_dtype == XT;  // x's slots hold XT after pass 1 (else kOther)
+  // A slot's 16 bytes (x, or the stored sum) as values.
+  const auto decode_slot = [&](const Slot& w, float (&v)[V]) {
+    if (sum_in_x) {
+      RawVec<XT, V> raw;
+      raw.c[0] = w;
+      decode_raw(raw, v);
+    } else {
+      RawVec<kOther, V> raw;
+      memcpy(raw.c, &w, sizeof w);
+      decode_raw(raw, v);
+    }
+  };
+  // Item k's values from x's slots xs.
+  const auto values = [&](const Slot* xs, int k, float (&v)[V]) { decode_slot(ptx::ld_shared(xs + k * kWarpSize), v); };
+  // y = v x inv_rms x weight, as finish_row computes it.
+  const auto y_of = [&](const Slot* xs, int k, int64_t col, float inv_rms, float (&v)[V]) {
+    values(xs, k, v);
+    RawVec<DType::bf16, V> wr;
+    load_weight_raw<V>(p, col, wr);
+    apply_weight(p, wr, inv_rms, v);
+  };
+  const float static_scale =
+      p.out_kind == OutKind::fp8_static ? ptx::ld_global_nc(static_cast<const float*>(p.scale)) : 1.0f;
+
+  int buf = 0;
+  for (; row < p.T; row += step) {
+    const int ahead = buf + stages < buffers ? buf + stages : buf + stages - buffers;
+    issue(row + stages * step, ahead);  // into the buffer the previous row left
+    ptx::cp_async_wait_pending(stages);  // this row's group landed; the `stages` newer may not have
+    Slot* const xs = lane_slots + buf * buffer_slots;
+
+    // 1. The sum of squares (the residual added first).
+    float ss = 0.0f;
+    for (int k = 0, j = lane; j < nvec; ++k, j += kWarpSize) {
+      float v[V];
+      if (fused) {
+        const int64_t col = static_cast<int64_t>(j) * V;
+        RawVec<XT, V> xr;
+        RawVec<DType::bf16, V> rr;  // a 16-bit residual, bf16 or f16 bits
+        xr.c[0] = ptx::ld_shared(xs + k * kWarpSize);
+        rr.c[0] = ptx::ld_shared(xs + res_slots + k * kWarpSize);
+        RawVec<DType::bf16, V> sum;
+        if constexpr (kPackedAddable<XT, V>) {
+          if (packed) {
+            add_residual_packed<XT, V>(p, row, col, xr, rr);
+            memcpy(&sum, &xr, sizeof sum);
+          }
+        }
+        if (!packed) {
+          float r[V];
+          decode_raw(xr, v);
+          decode_16bit(p.res_dtype, rr, r);
+          add_residual<V>(p, row, col, v, r);
+          encode_16bit(p.res_dtype, v, sum);
+        }
+        ptx::st_shared(xs + k * kWarpSize, sum.c[0]);  // the stored sum, for passes 2-3
+        decode_slot(sum.c[0], v);
+      } else {
+        values(xs, k, v);
+      }
+      // The item's 8 squares, then the item's sum into the lane's: <= 8 + 16 + 5 (shuffles)
+      // roundings deep (kernel_harness.h's error budget).
+      float part = 0.0f;
+#pragma unroll
+      for (int e = 0; e < V; ++e) part += v[e] * v[e];
+      ss += part;
+    }
+    ss = dev::warp_allreduce(ss, dev::SumOp{});
+    const float inv_rms = dev::rsqrtf(ss / static_cast<float>(p.H) + p.eps);
+
+    // 2. A dynamic scale: max |y| over the row.
+    float s = static_scale;
+    if (p.out_kind == OutKind::fp8_dynamic) {
+      float amax = 0.0f;
+      for (int k = 0, j = lane; j < nvec; ++k, j += kWarpSize) {
+        float v[V];
+        y_of(xs, k, static_cast<int64_t>(j) * V, inv_rms, v);
+#pragma unroll
+        for (int e = 0; e < V; ++e) amax = dev::MaxNanOp{}(amax, fabsf(v[e]));
+      }
+      s = fp8_scale(dev::warp_allreduce(amax, dev::MaxNanOp{}), p.min_scale);
+      if (lane == 0) ptx::st_global(static_cast<float*>(p.scale) + row, s);
+    }
+
+    // 3. The write. fp8 groups: every lane takes part in each item's shuffles (a lane past the
+    // row's vectors with amax 0, in a half warp of its own: nvec is a multiple of 16).
+    if (p.out_kind == OutKind::fp8_group) {
+      constexpr int kGroupVecs = kQuantGroup / V;
+      static_assert(kGroupVecs <= kWarpSize && kWarpSize % kGroupVecs == 0, "a group within a half warp");
+      for (int k = 0, j = lane; k < items; ++k, j += kWarpSize) {
+        const bool in_row = j < nvec;
+        const int64_t col = static_cast<int64_t>(j) * V;
+        float v[V];
+        float a = 0.0f;
+        if (in_row) {
+          y_of(xs, k, col, inv_rms, v);
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            v[e] = clamp_f32_range(v[e]);
+            a = dev::MaxNanOp{}(a, fabsf(v[e]));
+          }
+        }
+        a = group_amax_warp<kGroupVecs>(lane, k, a, nullptr);
+        if (in_row) store_out<XT, V>(p, row, col, v, group_scale(p, row, j, kGroupVecs, a));
+      }
+    } else {
+      for (int k = 0, j = lane; j < nvec; ++k, j += kWarpSize) {
+        const int64_t col = static_cast<int64_t>(j) * V;
+        float v[V];
+        y_of(xs, k, col, inv_rms, v);
+        store_out<XT, V>(p, row, col, v, s);
+      }
+    }
+    buf = buf + 1 == buffers ? 0 : buf + 1;
   }
   ptx::cp_async_wait_all();  // the empty trailing groups: nothing left pending at exit
 }

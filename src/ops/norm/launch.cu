@@ -27,15 +27,21 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
   if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
     TEJAS_RETURN_IF_ERROR(check_static_scale(op, ctx, a));
   NormLaunch l = plan_norm(a);
-  int64_t resident = 0;
+  int64_t resident = 0, resident_warp = 0;
   const int stages = pipeline_stages_for(l.problem.out_kind);
+  if (stages > 0 && warp_pipe_eligible(l.problem, l.config, warp_pipeline_items())) {
+    const NormKernel pipe = pick_warp_pipe_kernel(a.x.dtype);
+    if (pipe == nullptr) return Status::Internal(std::string(op) + ": no warp-row pipelined kernel for this config");
+    const auto smem = static_cast<size_t>(warp_pipeline_smem_bytes(l.problem, stages));
+    resident_warp = detail::resident_ctas(reinterpret_cast<const void*>(pipe), kWarpPipeThreads, smem);
+  }
   if (stages > 0 && pipeline_eligible(l.problem, l.config)) {
     const NormKernel pipe = pick_pipe_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);
     if (pipe == nullptr) return Status::Internal(std::string(op) + ": no pipelined kernel instantiated for this config");
     const auto smem = static_cast<size_t>(pipeline_smem_bytes(l.config, l.problem.residual.present, stages));
     resident = detail::resident_ctas(reinterpret_cast<const void*>(pipe), l.config.threads, smem);
   }
-  finish_plan(op, resident, &l);
+  finish_plan(op, resident, &l, resident_warp);
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::cuda, "H above 16384");
   const NormKernel kernel = kernel_for(a.x.dtype, l.config);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");

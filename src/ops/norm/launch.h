@@ -31,7 +31,12 @@ NormLaunch plan_norm(const NormArgs& a);
 // The norm.pipeline variant (TEJAS_TUNE; config.h's with_pipeline), once the launcher knows how
 // many CTAs of the pipelined kernel fit on the device at once: config, parameters and shared
 // memory. Then prints the config when TEJAS_PRINT_CONFIG=1. resident_ctas = 0: no pipeline.
-void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l);
+// resident_warp_ctas: the same for the warp-row pipeline (norm.warp_items; config.h's
+// with_warp_pipeline), tried first; 0: not that one.
+void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l, int64_t resident_warp_ctas = 0);
+
+// Most 16-byte vectors per lane of the warp-row pipeline (TEJAS_TUNE norm.warp_items; 0 = off).
+int warp_pipeline_items();
 
 // The norm.pipeline depth for an output kind: TEJAS_TUNE norm.pipeline for outputs in x's dtype,
 // norm.pipeline_fp8 for the fp8 ones (src/runtime/tune.h; 0 = the default kernels).
@@ -40,7 +45,8 @@ int pipeline_stages_for(OutKind out);
 // The config this thread's last norm launch (either backend) ran with: tests check which kernel
 // a case reached (the pipelined one or the default).
 NormConfig last_config();
-// The resident CTAs of the pipelined kernel that launch's planner was given (cuda: 0 where the
+// The resident CTAs of the pipelined kernel that launch's planner was given (the warp-row
+// pipeline's where the config is eligible for it, else the CTA-per-row one's; cuda: 0 where the
 // variant was off or the config not eligible; the emulator: kEmuResidentCtas always). Known at any T, so a GPU test can size T >= 2 x this from a
 // two-row call instead of from the device's most CTAs per SM.
 int64_t last_resident_ctas();

@@ -25,6 +25,11 @@ std::string describe(const NormConfig& c) {
   std::ostringstream os;
   if (!c.supported) return "unsupported (H > 16384)";
   os << "vec " << c.vec << ", E " << c.elems_per_thread << ", " << c.threads << " threads, ";
+  if (c.pipeline_stages > 0 && c.warp_per_row) {
+    os << "persistent CTAs of " << c.rows_per_block << " warps, a warp per row (" << c.pipeline_stages
+       << " row(s) ahead by cp.async), grid " << c.grid;
+    return os.str();
+  }
   if (c.pipeline_stages > 0) {
     os << "persistent CTAs walking the rows (" << c.pipeline_stages << " row(s) ahead by cp.async), grid " << c.grid;
     return os.str();
@@ -95,17 +100,25 @@ int pipeline_stages_for(OutKind out) {
   return out == OutKind::same ? t.norm_pipeline : t.norm_pipeline_fp8;
 }
 
-void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l) {
+static_assert(detail::kTuneMaxNormWarpItems == kMaxWarpPipeItems, "norm.warp_items's range is the kernel's");
+
+int warp_pipeline_items() { return detail::tune().norm_warp_items; }
+
+void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l, int64_t resident_warp_ctas) {
   const int stages = pipeline_stages_for(l->problem.out_kind);
-  l->config = with_pipeline(l->problem, l->config, stages, resident_ctas);
+  const NormConfig warp = with_warp_pipeline(l->problem, l->config, stages, warp_pipeline_items(), resident_warp_ctas);
+  const bool by_warp = warp.pipeline_stages > 0;
+  l->config = by_warp ? warp : with_pipeline(l->problem, l->config, stages, resident_ctas);
   l->config = with_fp8_one_reduction(l->problem, l->config, detail::tune().norm_fp8_one_reduction != 0);
   if (l->config.pipeline_stages > 0) {
     l->params.pipeline_stages = l->config.pipeline_stages;
-    l->smem_bytes = static_cast<size_t>(pipeline_smem_bytes(l->config, l->problem.residual.present, stages));
+    l->params.warp_per_row = l->config.warp_per_row;
+    l->smem_bytes = static_cast<size_t>(by_warp ? warp_pipeline_smem_bytes(l->problem, stages)
+                                                : pipeline_smem_bytes(l->config, l->problem.residual.present, stages));
   }
   maybe_print_config(op, l->problem, l->config);
   g_last_config = l->config;
-  g_last_resident = resident_ctas;
+  g_last_resident = resident_warp_ctas > 0 ? resident_warp_ctas : resident_ctas;
 }
 
 }  // namespace tejas::norm

@@ -20,7 +20,8 @@
 namespace tejas::normtest {
 
 constexpr long double kU = 0x1p-24L;  // f32 unit roundoff
-// f32 results: the kernel sums <= 17 squares per thread, then a tree of <= 10 levels (27 u),
+// f32 results: the kernel sums <= 17 squares per thread, then a tree of <= 10 levels (27 u; the
+// warp-row pipeline, 16-bit x only: 8 squares per item, <= 16 items per lane, 5 levels, 29 u),
 // takes the mean, adds eps and rsqrt (halves the sum's error; the GPU's rsqrtf adds <= 2 ulp),
 // then two products: about 20 u in all; 32 u leaves room without hiding a wrong formula.
 constexpr double kF32Rel = static_cast<double>(32 * kU);

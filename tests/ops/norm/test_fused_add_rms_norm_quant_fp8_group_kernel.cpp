@@ -213,13 +213,18 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, EmulatorCounters) {
 
 // TEJAS_TUNE norm.pipeline (persistent CTAs, rows copied ahead by cp.async): the same rules, on
 // rows the variant takes (T >= 2 x the emulator's 3 CTAs, whole 16-byte vectors), f32 and ue8m0
-// scales, row- and column-major; each row of x and the residual copied exactly once.
+// scales, row- and column-major; each row of x and the residual copied exactly once. The rows of
+// H <= 2048 go one warp per row by default (norm.warp_items, norm_warp_pipe_kernel: a group is
+// half a warp's item, H = 384's second item is half a warp, T = 29 walks the emulator's 12
+// warps twice and more) and one CTA per row at norm.warp_items=0.
 TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
   TEJAS_SEEDED_TEST_RNG();
   const std::vector<QCase> list = {
       {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 2048},
       {DType::f16, DType::f16, DType::f16, DType::ue8m0, 8, 4096, 8},
       {DType::bf16, DType::bf16, DType::bf16, DType::f32, 7, 1152, 0, 0, true},
+      {DType::bf16, DType::bf16, DType::bf16, DType::ue8m0, 29, 384},
+      {DType::f16, DType::f16, DType::bf16, DType::f32, 27, 1152, 0, 0, true},  // the per-element add
   };
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // one row ahead by default
@@ -233,19 +238,23 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, PipelineVariant) {
     check_case(Backend::emulator, list[0], rng);
     EXPECT_EQ(norm::last_config().pipeline_stages, 0);
   }
-  for (int stages : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
-    detail::Tune t;
-    t.norm_pipeline_fp8 = stages;  // the fp8 outputs' key
-    const detail::ScopedTuneOverride variant(t);
-    for (const QCase& c : list) {
-      check_case(Backend::emulator, c, rng);
-      const auto& reps = detail::last_emulator_reports();
-      ASSERT_EQ(reps.size(), 1u);
-      EXPECT_EQ(reps[0].counters.cp_async_bytes, static_cast<uint64_t>(2 * c.T * c.H * 2)) << describe(c);
-      EXPECT_EQ(norm::last_config().pipeline_stages, stages) << describe(c);
+  for (int items : {8, 0})
+    for (int stages : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages << " norm.warp_items=" << items);
+      detail::Tune t;
+      t.norm_pipeline_fp8 = stages;  // the fp8 outputs' key
+      t.norm_warp_items = items;
+      const detail::ScopedTuneOverride variant(t);
+      for (const QCase& c : list) {
+        check_case(Backend::emulator, c, rng);
+        const auto& reps = detail::last_emulator_reports();
+        ASSERT_EQ(reps.size(), 1u);
+        EXPECT_EQ(reps[0].counters.cp_async_bytes, static_cast<uint64_t>(2 * c.T * c.H * 2)) << describe(c);
+        EXPECT_EQ(reps[0].counters.bank_conflict_wavefronts(), 0u) << describe(c);
+        EXPECT_EQ(norm::last_config().pipeline_stages, stages) << describe(c);
+        EXPECT_EQ(norm::last_config().warp_per_row, items > 0 && c.H <= 2048) << describe(c);
+      }
     }
-  }
 }
 
 TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, MatchesReference) {

@@ -88,10 +88,13 @@ void check_pipe_case(Backend b, const PipeCase& k, int stages, check::Rng& rng) 
 }
 
 // Both keys: the fp8 outputs take norm.pipeline_fp8, the others norm.pipeline (both 1 by default).
+// norm.warp_items=0: the short rows stay on this kernel (the warp-row pipeline, which takes them
+// by default, has test_norm_warp_pipeline_kernel.cpp).
 detail::Tune pipeline_tune(int stages) {
   detail::Tune t;
   t.norm_pipeline = stages;
   t.norm_pipeline_fp8 = stages;
+  t.norm_warp_items = 0;
   return t;
 }
 
@@ -158,8 +161,10 @@ TEST(NormPipelineKernel, LargestHidden) {
 }
 
 // Bytes moved by the copies: each row of x (and of the residual) exactly once, so no row is
-// skipped or fetched twice, and the launch's unique bytes stay the compulsory ones. Without the
-// variant, or where it does not apply, no cp.async runs.
+// skipped or fetched twice, and the launch's unique bytes stay the compulsory ones; whole sectors
+// on every copy and store of rows on sector boundaries, no bank conflicts in the slots. Without
+// the variant, or where it does not apply, no cp.async runs. warp_items > 0: the warp-row
+// pipeline (norm_warp_pipe_kernel; T > 12, the emulator's warps, so that warps walk rows).
 TEST(NormPipelineKernel, CopiesEachRowOnce) {
   TEJAS_SEEDED_TEST_RNG();
   struct Case {
@@ -167,6 +172,7 @@ TEST(NormPipelineKernel, CopiesEachRowOnce) {
     bool fused;
     int stages;
     bool pipelined;
+    int warp_items = 0;
   };
   const Case cases[] = {
       {7, 4096, false, 2, true},  {7, 4096, true, 2, true}, {8, 2056, true, 1, true},
@@ -174,11 +180,15 @@ TEST(NormPipelineKernel, CopiesEachRowOnce) {
       {7, 4100, false, 2, false},  // H % 8: a tail
       {7, 200, false, 2, false},   // warp per row
       {7, 4096, false, 0, false},  // the variant off
+      {29, 264, false, 1, true, 8}, {29, 264, true, 2, true, 8}, {31, 2048, true, 1, true, 8},
+      {14, 1152, false, 2, true, 8}, {25, 8, true, 1, true, 8},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(::testing::Message() << "T=" << k.T << " H=" << k.H << (k.fused ? " fused" : "") << " stages "
-                                      << k.stages);
-    const detail::ScopedTuneOverride variant(pipeline_tune(k.stages));
+                                      << k.stages << " norm.warp_items=" << k.warp_items);
+    detail::Tune t = pipeline_tune(k.stages);
+    t.norm_warp_items = k.warp_items;
+    const detail::ScopedTuneOverride variant(t);
     HostTensor x(DType::bf16, {k.T, k.H}), res(DType::bf16, {k.T, k.H}), out(DType::bf16, {k.T, k.H}),
         w(DType::bf16, {k.H});
     fill_rows(x, rng);
@@ -191,12 +201,14 @@ TEST(NormPipelineKernel, CopiesEachRowOnce) {
     const emu::Counters& c = reps[0].counters;
     const uint64_t row_bytes = static_cast<uint64_t>(k.T * k.H * 2), tensors = k.fused ? 2 : 1;
     EXPECT_EQ(norm::last_config().pipeline_stages, k.pipelined ? k.stages : 0);
+    EXPECT_EQ(norm::last_config().warp_per_row && k.pipelined, k.warp_items > 0);
     EXPECT_EQ(c.cp_async_bytes, k.pipelined ? tensors * row_bytes : 0u);
     EXPECT_EQ(c.global_bytes_read_unique, tensors * row_bytes + static_cast<uint64_t>(k.H * 2));
     EXPECT_EQ(c.global_bytes_written_unique, tensors * row_bytes);
     EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
     if (k.pipelined && k.H * 2 % 32 == 0) {  // rows on sector boundaries: every copy's sectors whole
       EXPECT_EQ(c.excess_load_sectors(), 0u);
+      EXPECT_EQ(c.excess_store_sectors(), 0u);
     }
   }
 }
