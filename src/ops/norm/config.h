@@ -177,7 +177,9 @@ constexpr int64_t warp_pipe_items(const NormProblem& p) { return ceil_div(p.H / 
 constexpr bool warp_pipe_eligible(const NormProblem& p, const NormConfig& c, int max_items) {
   const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
   const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
-  return c.supported && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok && max_items > 0 &&
+  // fp8 groups: whole groups of 128 (op.cpp validates it; a group is half a warp's item).
+  const bool groups_ok = p.out_kind != OutKind::fp8_group || p.H % kQuantGroup == 0;
+  return c.supported && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok && groups_ok && max_items > 0 &&
          max_items <= kMaxWarpPipeItems && warp_pipe_items(p) <= max_items;
 }
 
@@ -189,8 +191,12 @@ constexpr int64_t warp_pipeline_smem_bytes(const NormProblem& p, int stages) {
 }
 
 // The warp-row pipelined config when it applies (`stages` > 0, eligible with at most `max_items`
-// vectors per lane, T >= 2 x resident_ctas, as with_pipeline asks): kWarpPipeThreads threads,
-// grid = the resident CTAs or fewer (every warp a row at least). Otherwise `c` unchanged.
+// vectors per lane, T >= 2 x resident_ctas): kWarpPipeThreads threads, grid = the resident CTAs,
+// or ceil(T / 4) when that is fewer (no CTA without a row; the last may have idle warps).
+// Otherwise `c` unchanged. NOTES: the T threshold is with_pipeline's (two rows per resident CTA),
+// which here is half a row per resident warp: from 2x to ~8x the resident CTAs a warp walks one
+// or two rows, so little is ahead of it, but every warp's first rows are out at once (as with a
+// CTA per row, which is what T < 2x falls back to), with no block barrier per row.
 constexpr NormConfig with_warp_pipeline(const NormProblem& p, NormConfig c, int stages, int max_items,
                                         int64_t resident_ctas) {
   if (stages <= 0 || resident_ctas <= 0 || !warp_pipe_eligible(p, c, max_items) || p.T < 2 * resident_ctas) return c;

@@ -33,9 +33,14 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
     const NormKernel pipe = pick_warp_pipe_kernel(a.x.dtype);
     if (pipe == nullptr) return Status::Internal(std::string(op) + ": no warp-row pipelined kernel for this config");
     const auto smem = static_cast<size_t>(warp_pipeline_smem_bytes(l.problem, stages));
-    resident_warp = detail::resident_ctas(reinterpret_cast<const void*>(pipe), kWarpPipeThreads, smem);
+    resident_warp = warp_resident_ctas_capped(detail::resident_ctas(reinterpret_cast<const void*>(pipe), kWarpPipeThreads, smem));
   }
-  if (stages > 0 && pipeline_eligible(l.problem, l.config)) {
+  // The CTA-per-row pipeline's count only where the warp-row one does not take the rows: each
+  // query is cached per thread for its last (kernel, threads, smem), so asking both on every
+  // launch would miss that cache every time.
+  const bool by_warp =
+      with_warp_pipeline(l.problem, l.config, stages, warp_pipeline_items(), resident_warp).pipeline_stages > 0;
+  if (!by_warp && stages > 0 && pipeline_eligible(l.problem, l.config)) {
     const NormKernel pipe = pick_pipe_kernel(a.x.dtype, l.config.vec, l.config.elems_per_thread);
     if (pipe == nullptr) return Status::Internal(std::string(op) + ": no pipelined kernel instantiated for this config");
     const auto smem = static_cast<size_t>(pipeline_smem_bytes(l.config, l.problem.residual.present, stages));

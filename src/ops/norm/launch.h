@@ -4,6 +4,7 @@
 
 #include "ops/norm/config.h"
 #include "ops/norm/params.h"
+#include "runtime/scoped_set.h"
 #include "tejas/context.h"
 #include "tejas/status.h"
 #include "tejas/tensor.h"
@@ -37,6 +38,16 @@ void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l, int64_t r
 
 // Most 16-byte vectors per lane of the warp-row pipeline (TEJAS_TUNE norm.warp_items; 0 = off).
 int warp_pipeline_items();
+
+// Tests: while one is alive, this thread's norm launches plan the warp-row pipeline with at most
+// `ctas` resident CTAs on either backend (a smaller persistent grid is always valid), so that a
+// call of a test's size walks several rows per warp, and refills its buffers, on a GPU too.
+class ScopedWarpResidentCap : detail::ScopedSet<int64_t> {
+ public:
+  explicit ScopedWarpResidentCap(int64_t ctas);
+};
+// `measured` (the occupancy query's, or the emulator's stand-in), capped by the override above.
+int64_t warp_resident_ctas_capped(int64_t measured);
 
 // The norm.pipeline depth for an output kind: TEJAS_TUNE norm.pipeline for outputs in x's dtype,
 // norm.pipeline_fp8 for the fp8 ones (src/runtime/tune.h; 0 = the default kernels).

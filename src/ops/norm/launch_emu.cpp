@@ -12,7 +12,7 @@ Status launch_norm_emulator(const char* op, const ExecContext& ctx, const NormAr
   if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
     TEJAS_RETURN_IF_ERROR(ref::check_static_fp8_scale(op, a.scale));
   NormLaunch l = plan_norm(a);
-  finish_plan(op, kEmuResidentCtas, &l, kEmuResidentCtas);
+  finish_plan(op, kEmuResidentCtas, &l, warp_resident_ctas_capped(kEmuResidentCtas));
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::emulator, "H above 16384");
   const NormKernel kernel = kernel_for(a.x.dtype, l.config);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");

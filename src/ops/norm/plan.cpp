@@ -104,6 +104,15 @@ static_assert(detail::kTuneMaxNormWarpItems == kMaxWarpPipeItems, "norm.warp_ite
 
 int warp_pipeline_items() { return detail::tune().norm_warp_items; }
 
+namespace {
+thread_local int64_t g_warp_resident_cap = 0;
+}  // namespace
+
+ScopedWarpResidentCap::ScopedWarpResidentCap(int64_t ctas) : ScopedSet(g_warp_resident_cap, ctas) {}
+int64_t warp_resident_ctas_capped(int64_t measured) {
+  return g_warp_resident_cap > 0 && measured > g_warp_resident_cap ? g_warp_resident_cap : measured;
+}
+
 void finish_plan(const char* op, int64_t resident_ctas, NormLaunch* l, int64_t resident_warp_ctas) {
   const int stages = pipeline_stages_for(l->problem.out_kind);
   const NormConfig warp = with_warp_pipeline(l->problem, l->config, stages, warp_pipeline_items(), resident_warp_ctas);

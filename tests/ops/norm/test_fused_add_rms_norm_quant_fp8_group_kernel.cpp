@@ -283,6 +283,15 @@ TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, PipelineVariant) {
     check_case(Backend::cuda, c, rng);
     EXPECT_EQ(norm::last_config().pipeline_stages, 2) << describe(c);
   }
+  // The warp-row pipeline (H <= 2048) capped at 8 resident CTAs: 197 rows on 32 warps, so every
+  // warp walks 6-7 rows and refills its three buffers on the hardware.
+  const norm::ScopedWarpResidentCap cap(8);
+  for (const QCase& c : {QCase{DType::bf16, DType::bf16, DType::bf16, DType::ue8m0, 197, 384},
+                         QCase{DType::f16, DType::f16, DType::bf16, DType::f32, 197, 1152, 0, 0, true}}) {
+    check_case(Backend::cuda, c, rng);
+    EXPECT_TRUE(norm::last_config().warp_per_row && norm::last_config().pipeline_stages == 2) << describe(c);
+    EXPECT_EQ(norm::last_config().grid, 8) << describe(c);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 // same cases, sized from the kernel's resident CTAs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/norm/kernel_cases.h"
@@ -46,8 +48,11 @@ struct Shape {
 
 // H: one vector (lane 0 alone), 33 vectors (a second item of one lane), the default kernel's
 // warp-per-row size (one whole item), SigLIP's 1152 (4.5 items: the last half a warp), 2048 padded
-// (8 items, the default key's largest). T > 12 (the emulator's warps), not a multiple of them.
-constexpr Shape kShapes[] = {{25, 8, 0}, {29, 264, 0}, {26, 256, 0}, {14, 1152, 0}, {31, 2048, 8}};
+// (8 items, the default key's largest). T > 12 (the emulator's warps), not a multiple of them:
+// 14-31 rows walk 2-3 per warp (at S = 1 the second and third reuse a buffer); 61 and 64, 5-6 per
+// warp, so that at S = 2 the fourth row and after refill buffers too.
+constexpr Shape kShapes[] = {{25, 8, 0},     {29, 264, 0}, {26, 256, 0}, {14, 1152, 0},
+                             {31, 2048, 8}, {61, 8, 0},   {64, 264, 0}};
 
 std::vector<NormCase> cases_for(DType x, const Shape& s) {
   std::vector<NormCase> v;
@@ -124,6 +129,76 @@ TEST(NormWarpPipelineKernel, ItemsLimitAndOff) {
   }
 }
 
+// The residual in the other 16-bit dtype (the per-element add; x's slots then hold the sum in the
+// residual's dtype) at the edges: exact cancellation to +0, -0 + -0, sums past the residual's
+// largest value (Inf stored), +Inf + -Inf and NaN operands (NaN), subnormal sums of the residual,
+// and random values; the stored residual equal to the reference's (NaN where NaN), the output
+// within 1 ulp (NaN and infinities where the reference has them). Rows 0-2 hold the edges, T = 29
+// walks the emulator's warps.
+void run_mixed_edges(Backend b, check::Rng& rng, int64_t T) {
+  for (DType x_dt : {DType::bf16, DType::f16}) {
+    const DType r_dt = x_dt == DType::bf16 ? DType::f16 : DType::bf16;
+    SCOPED_TRACE(::testing::Message() << "x " << dtype_name(x_dt) << " residual " << dtype_name(r_dt) << " T=" << T);
+    const int64_t H = 264;
+    HostTensor x(x_dt, {T, H}), w(x_dt, {H}), res_ref(r_dt, {T, H}), res_got(r_dt, {T, H});
+    HostTensor out_ref(x_dt, {T, H}), out_got(x_dt, {T, H});
+    fill_rows(x, rng);
+    fill_rows(res_ref, rng);
+    check::fill_normal(w, rng, 1.0, 0.5);
+    const double inf = std::numeric_limits<double>::infinity();
+    const double r_big = r_dt == DType::f16 ? 65504.0 : 3.3895313892515355e38;  // the residual's largest
+    const double r_tiny = r_dt == DType::f16 ? 0x1p-24 : 0x1p-133;             // its smallest subnormal
+    for (int64_t h = 0; h < H; ++h) {
+      x.set({1, h}, 0.0);  // row 1: +-0 and subnormal sums, so its rms is tiny but finite
+      res_ref.set({1, h}, (h % 2 ? 3 : 1) * r_tiny);
+    }
+    x.set({0, 0}, 1.5), res_ref.set({0, 0}, -1.5);  // +0
+    x.set({1, 1}, -0.0), res_ref.set({1, 1}, -0.0);  // -0
+    x.set({2, 2}, r_big), res_ref.set({2, 2}, r_big);  // Inf stored: the row's rms is Inf
+    x.set({0, 3}, inf), res_ref.set({0, 3}, -inf);  // NaN
+    x.set({0, 4}, std::numeric_limits<double>::quiet_NaN());
+    res_got.copy_from(res_ref);
+    auto call = [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+      return fused_add_rms_norm(ctx, v[0], v[1], v[2], kEps, v[3]);
+    };
+    TEJAS_ASSERT_OK(run_backend(Backend::reference, {&x, &res_ref, &w, &out_ref}, call));
+    TEJAS_ASSERT_OK(run_backend(b, {&x, &res_got, &w, &out_got}, call));
+    expect_warp_pipeline(true, 1, "mixed dtypes");
+    ASSERT_TRUE(std::isnan(res_ref.get({0, 3})) && std::isinf(res_ref.get({2, 2})) && res_ref.get({0, 0}) == 0.0 &&
+                std::signbit(res_ref.get({1, 1})) && std::isnan(out_ref.get({0, 5})))
+        << "the reference no longer makes the values this test is about";
+    auto r = check::compare(res_got, res_ref, check::Tolerance{});  // equal values, NaN where NaN
+    EXPECT_TRUE(r.ok) << "residual: " << r.message;
+    for (int64_t h = 0; h < H; ++h)
+      ASSERT_EQ(res_got.bits_flat(H + h), res_ref.bits_flat(H + h)) << "row 1's signed zeros and subnormals, [1, " << h << "]";
+    r = check::compare(out_got, out_ref, tolerance_for(x_dt));
+    EXPECT_TRUE(r.ok) << "out: " << r.message;
+  }
+}
+
+TEST(NormWarpPipelineKernel, MixedDtypeResidualEdges) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride variant(warp_tune(1, 8));
+  run_mixed_edges(Backend::emulator, rng, 29);
+}
+
+// norm::ScopedWarpResidentCap (the GPU tests' way to make warps walk rows) caps the persistent
+// grid on the emulator too: 2 CTAs, 8 warps, 3-4 rows each at T = 29; a cap above the emulator's
+// 3 leaves 3.
+TEST(NormWarpPipelineKernel, ResidentCapShrinksTheGrid) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride variant(warp_tune(2, 8));
+  NormCase c{DType::bf16, DType::bf16, DType::bf16, 29, 1152, 0};
+  c.fused = true;
+  for (int64_t cap : {2, 8}) {
+    const norm::ScopedWarpResidentCap scoped(cap);
+    check_norm_case(Backend::emulator, c, rng);
+    expect_warp_pipeline(true, 2, describe(c));
+    EXPECT_EQ(norm::last_config().grid, cap < norm::kEmuResidentCtas ? cap : norm::kEmuResidentCtas);
+    EXPECT_EQ(norm::last_resident_ctas(), cap < norm::kEmuResidentCtas ? cap : norm::kEmuResidentCtas);
+  }
+}
+
 // Short T (below 2 x the resident CTAs) runs the default kernel, as the CTA pipeline does.
 TEST(NormWarpPipelineKernel, ShortRunsTheDefaultKernel) {
   TEJAS_SEEDED_TEST_RNG();
@@ -170,31 +245,41 @@ TEST(NormWarpPipelineKernel, PlanUsesResidentCtasAndBuffers) {
   EXPECT_EQ(cta.smem_bytes, static_cast<size_t>(norm::pipeline_smem_bytes(cta.config, true, 2)));
 }
 
-// On a GPU: T from the kernel's resident CTAs (a two-row call reports them): one row per resident
-// warp and 3 more, so that some warps walk a second row into their next buffer; each output kind
-// at the default depth, two of them at 2. The host side costs ~1 us per element (1.7-3.2 M here).
+// On a GPU, two sizes. With the planner capped at 8 resident CTAs (32 warps;
+// norm::ScopedWarpResidentCap) and T = 197, every warp walks 6-7 rows, so each buffer is
+// refilled at S = 1 and 2 on the hardware; each output kind at both depths. Then at the GPU's own
+// residency (a two-row call reports it): one row per resident warp and 3 more, for two kinds. The
+// host side costs ~1 us per element (0.05-0.4 M capped, 1.7-3.2 M uncapped).
 TEST(NormWarpPipelineKernelCuda, MatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
-  NormCase fused{DType::bf16, DType::bf16, DType::bf16, 2, 1152, 0};
+  NormCase fused{DType::bf16, DType::bf16, DType::bf16, 197, 1152, 0};
   fused.fused = true;
-  NormCase mixed{DType::f16, DType::f16, DType::f16, 2, 2048, 0};
+  NormCase mixed{DType::f16, DType::f16, DType::f16, 197, 2048, 0};
   mixed.fused = true;
   mixed.res = DType::bf16;
-  NormCase fixed{DType::bf16, DType::bf16, DType::e4m3, 2, 512, 0};
+  NormCase fixed{DType::bf16, DType::bf16, DType::e4m3, 197, 512, 0};
   fixed.mode = Fp8ScaleMode::static_per_tensor;
-  NormCase dynamic{DType::bf16, DType::bf16, DType::e4m3, 2, 264, 0};
+  NormCase dynamic{DType::bf16, DType::bf16, DType::e4m3, 197, 264, 0};
   dynamic.fused = true;
+  const NormCase plain{DType::bf16, DType::bf16, DType::bf16, 197, 264, 0};
   for (int stages : {1, 2}) {
     SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
     const detail::ScopedTuneOverride variant(warp_tune(stages, 8));
-    const std::vector<NormCase> list =
-        stages == 1 ? std::vector<NormCase>{{DType::bf16, DType::bf16, DType::bf16, 2, 264, 0}, fused, mixed, fixed, dynamic}
-                    : std::vector<NormCase>{mixed, dynamic};
-    for (NormCase c : list) {
+    {
+      const norm::ScopedWarpResidentCap cap(8);
+      for (const NormCase& c : {plain, fused, mixed, fixed, dynamic}) {
+        check_norm_case(Backend::cuda, c, rng);
+        expect_warp_pipeline(true, stages, describe(c));
+        EXPECT_EQ(norm::last_config().grid, 8) << describe(c);
+      }
+      if (stages == 1) run_mixed_edges(Backend::cuda, rng, 197);
+    }
+    for (NormCase c : {fused, dynamic}) {
+      c.T = 2;
       check_norm_case(Backend::cuda, c, rng);  // two rows: the launcher asks for the resident CTAs
       const int64_t resident = norm::last_resident_ctas();
-      ASSERT_GT(resident, 0) << describe(c);
+      ASSERT_GT(resident, 8) << describe(c);
       c.T = resident * norm::kWarpPipeWarps + 3;
       check_norm_case(Backend::cuda, c, rng);
       expect_warp_pipeline(true, stages, describe(c));
