@@ -813,25 +813,47 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
   // Vectors per row: row_div's divisor (dequant_launch sets it to K / vec), the one source of it.
   const int64_t vecs_per_row = static_cast<int64_t>(p.row_div.d);
-  const int64_t total = p.rows * vecs_per_row;
   const bool nvfp4 = p.scale_kind == ScaleKind::e4m3;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  // The thread's flat vector index j, as (row, vector in the row: < vecs_per_row < 2^31), from
+  // one dev::fast_div; a grid-stride step moves it by stride's own split, the thread's whole
+  // iteration (p.steps steps) by that of steps x stride, each with at most one carry.
+  // NOTES: each step's j used to be split by a 64-bit fast_div, twice (in the loads' loop and
+  // again in the stores'): with the offsets, ~65 of a step's ~100 SASS instructions (sm_90a,
+  // mxfp4 to bf16) were index arithmetic, at 78 % of issue slots (ncu).
+  struct Split {
+    int64_t rows;
+    int32_t vecs;
+  };
+  const auto split = [&](int64_t j) {
+    const int64_t r = static_cast<int64_t>(dev::fast_div(static_cast<uint64_t>(j), p.row_div));
+    return Split{r, static_cast<int32_t>(j - r * vecs_per_row)};
+  };
+  const int32_t row_vecs = static_cast<int32_t>(vecs_per_row);
+  const auto advance = [row_vecs](int64_t& r, int32_t& v, const Split& by) {
+    r += by.rows;
+    v += by.vecs;  // both < row_vecs < 2^31: at most one carry, no overflow
+    if (v >= row_vecs) {
+      v -= row_vecs;
+      ++r;
+    }
+  };
+  const Split first = split(static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+  const Split step = split(stride), iteration = split(stride * p.steps);
+  int64_t row = first.rows;
+  int32_t kv = first.vecs;
   // NOTES: a thread takes p.steps grid-stride steps at once (each step's warp request stays
   // contiguous) and issues all their code and scale loads before the first store, so each
   // thread has steps x (code bytes + scale) in flight instead of one step's.
-  for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j0 < total; j0 += stride * p.steps) {
+  for (; row < p.rows; advance(row, kv, iteration)) {
     // f(st, row, k) for each of the thread's steps that lies in the tensor (k: its first column).
-    // The row by dev::fast_div (a high multiply and a shift). NOTES: `j / vecs_per_row` compiled
-    // to ~25 instructions per step (a 32-bit reciprocal path beside a 64-bit division call),
-    // about a third of version 3's e4m3 step (SASS sm_90a).
     const auto each_step = [&](auto&& f) {
+      int64_t r = row;
+      int32_t v = kv;
 TEJAS_QUANT_UNROLL
       for (int st = 0; st < kMaxDequantSteps; ++st) {
-        const int64_t j = j0 + st * stride;
-        if (st < p.steps && j < total) {
-          const int64_t row = static_cast<int64_t>(dev::fast_div(static_cast<uint64_t>(j), p.row_div));
-          f(st, row, (j - row * vecs_per_row) * kVec);
-        }
+        if (st < p.steps && r < p.rows) f(st, r, static_cast<int64_t>(v) * kVec);
+        if (st + 1 < kMaxDequantSteps) advance(r, v, step);
       }
     };
     // The codes as loaded words, split into bytes only in the second loop. NOTES: as a byte array
