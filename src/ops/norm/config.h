@@ -170,6 +170,9 @@ constexpr NormConfig with_pipeline(const NormProblem& p, NormConfig c, int stage
 inline constexpr int kWarpPipeWarps = 4;  // rows in flight per CTA, one per warp
 inline constexpr int kWarpPipeThreads = kWarpPipeWarps * kWarpSize;
 inline constexpr int kMaxWarpPipeItems = 16;  // TEJAS_TUNE norm.warp_items's largest: H <= 4096
+// Its launch bound: 9 CTAs of 4 warps per SM, <= 56 registers (63 unbounded; at 10, 48 registers
+// spilled 8-16 bytes).
+inline constexpr int kWarpPipeMinCtas = 9;
 
 // 16-byte vectors per lane of a warp-row pipeline row.
 constexpr int64_t warp_pipe_items(const NormProblem& p) { return ceil_div(p.H / kMaxVec, kWarpSize); }

@@ -574,7 +574,7 @@ __device__ __forceinline__ void encode_16bit(DType d, const float (&f)[N], RawVe
 // share nothing, so there is no barrier and a warp leaves when its rows are done.
 // Rows of whole 16-byte vectors, a 16-bit residual or none, and a 16-bit weight (vec 8 needs it).
 template <DType XT>
-__global__ void __launch_bounds__(kWarpPipeThreads, 9) norm_warp_pipe_kernel(const NormParams p) {
+__global__ void __launch_bounds__(kWarpPipeThreads, kWarpPipeMinCtas) norm_warp_pipe_kernel(const NormParams p) {
   constexpr int V = kMaxVec;
   static_assert(V * kElemBytes<XT> == kPipeSlotBytes, "16-byte x vectors");
   // The other 16-bit dtype: a fused row's sum in a residual of the other dtype.
