@@ -117,10 +117,16 @@ struct NormSmem {
 // keep the default kernel.
 inline constexpr int kPipeSlotBytes = 16;  // one cp.async.cg per vector and tensor
 
-constexpr bool pipeline_eligible(const NormProblem& p, const NormConfig& c) {
+// The rows both pipelines copy by cp.async: 16-bit x in whole 16-byte vectors, a 16-bit residual
+// or none.
+constexpr bool copyable_rows(const NormProblem& p, const NormConfig& c) {
   const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
   const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
-  return c.supported && !c.warp_per_row && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok;
+  return c.supported && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok;
+}
+
+constexpr bool pipeline_eligible(const NormProblem& p, const NormConfig& c) {
+  return copyable_rows(p, c) && !c.warp_per_row;
 }
 
 // The norm.fp8_one_reduction variant (TEJAS_TUNE): fp8 outputs with a dynamic per-token scale
@@ -178,12 +184,10 @@ inline constexpr int kWarpPipeMinCtas = 9;
 constexpr int64_t warp_pipe_items(const NormProblem& p) { return ceil_div(p.H / kMaxVec, kWarpSize); }
 
 constexpr bool warp_pipe_eligible(const NormProblem& p, const NormConfig& c, int max_items) {
-  const bool x16 = p.x.dtype == DType::bf16 || p.x.dtype == DType::f16;
-  const bool res_ok = !p.residual.present || p.residual.dtype == DType::bf16 || p.residual.dtype == DType::f16;
   // fp8 groups: whole groups of 128 (op.cpp validates it; a group is half a warp's item).
   const bool groups_ok = p.out_kind != OutKind::fp8_group || p.H % kQuantGroup == 0;
-  return c.supported && x16 && c.vec == kMaxVec && p.H % kMaxVec == 0 && res_ok && groups_ok && max_items > 0 &&
-         max_items <= kMaxWarpPipeItems && warp_pipe_items(p) <= max_items;
+  return copyable_rows(p, c) && groups_ok && max_items > 0 && max_items <= kMaxWarpPipeItems &&
+         warp_pipe_items(p) <= max_items;
 }
 
 // Dynamic shared memory of norm_warp_pipe_kernel: [warp][buffer][tensor][item][lane] 16-byte

@@ -66,39 +66,43 @@ std::vector<NormCase> cases_for(DType x, const Shape& s) {
   return v;
 }
 
+// Each case on the emulator at one and two rows ahead (both keys, the default 8 items), and the
+// warp-row kernel checked to have run it.
+void check_at_both_depths(const std::vector<NormCase>& cases, check::Rng& rng) {
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=norm.pipeline_fp8=" << stages);
+    const detail::ScopedTuneOverride variant(warp_tune(stages, 8));
+    for (const NormCase& c : cases) {
+      check_norm_case(Backend::emulator, c, rng);
+      expect_warp_pipeline(true, stages, describe(c));
+    }
+  }
+}
+
 TEST(NormWarpPipelineKernel, MatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int stages : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
-    const detail::ScopedTuneOverride variant(warp_tune(stages, 8));
-    for (DType x : {DType::bf16, DType::f16})
-      for (const Shape& s : kShapes)
-        for (const NormCase& c : cases_for(x, s)) {
-          check_norm_case(Backend::emulator, c, rng);
-          expect_warp_pipeline(true, stages, describe(c));
-        }
-  }
+  std::vector<NormCase> cases;
+  for (DType x : {DType::bf16, DType::f16})
+    for (const Shape& s : kShapes)
+      for (const NormCase& c : cases_for(x, s)) cases.push_back(c);
+  check_at_both_depths(cases, rng);
 }
 
 // fp8 outputs (dynamic: a second pass for max |y|; static), rms_norm and fused, and in place.
 TEST(NormWarpPipelineKernel, Fp8OutputsAndInPlace) {
   TEJAS_SEEDED_TEST_RNG();
-  for (int stages : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << "norm.pipeline_fp8=" << stages);
-    const detail::ScopedTuneOverride variant(warp_tune(stages, 8));
-    for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor})
-      for (bool fused : {false, true}) {
-        NormCase c{DType::bf16, DType::bf16, DType::e4m3, 27, 1152, 0};
-        c.mode = m;
-        c.fused = fused;
-        check_norm_case(Backend::emulator, c, rng);
-        expect_warp_pipeline(true, stages, describe(c));
-      }
-    NormCase in_place{DType::f16, DType::f16, DType::f16, 23, 2048, 0};
-    in_place.in_place = true;
-    check_norm_case(Backend::emulator, in_place, rng);
-    expect_warp_pipeline(true, stages, describe(in_place));
-  }
+  std::vector<NormCase> cases;
+  for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor})
+    for (bool fused : {false, true}) {
+      NormCase c{DType::bf16, DType::bf16, DType::e4m3, 27, 1152, 0};
+      c.mode = m;
+      c.fused = fused;
+      cases.push_back(c);
+    }
+  NormCase in_place{DType::f16, DType::f16, DType::f16, 23, 2048, 0};
+  in_place.in_place = true;
+  cases.push_back(in_place);
+  check_at_both_depths(cases, rng);
 }
 
 // The key's reach: rows of at most N vectors per lane. 2056 (257 vectors, 9 per lane) stays on
