@@ -38,7 +38,9 @@
 //   (mrope_interleaved) and 1-D positions for text-only batches (pass the row three times).
 //
 // rope_kv_cache_write: rope, then the paged KV-cache write of the rotated k and of v (vLLM's
-//   rotary_embedding followed by reshape_and_cache, in one pass). Its result equals:
+//   rotary_embedding followed by reshape_and_cache, each of q, k and v read once: one launch
+//   below 16 MiB of traffic, two from there, q's rotation then k's with both cache writes;
+//   TEJAS_TUNE rope.kv_split, docs/kernels/rope_kv_cache_write.md). Its result equals:
 //     rope(ctx, positions, q, k, cos_sin_cache, style);   // q AND k rotated in place
 //     for every t with slot = slot_mapping[t] >= 0, blk = slot / block_size, off = slot % block_size:
 //       k_cache[blk, off, h, :] = enc(k[t, h, :]),  v_cache[blk, off, h, :] = enc(v[t, h, :])

@@ -145,6 +145,12 @@
 //                          product per value gives the exact code of every 16-bit value), and
 //                          then skips the per-value midpoint test; 0 = the per-value test always
 //                          (the same codes; not measured on GPU)
+//   rope.kv_split=0..2     rope_kv_cache_write: 1 (default) = from 16 MiB of compulsory traffic
+//                          (rotary.kKvSplitMinBytes) two launches, plain rope on q (its pipelined
+//                          kernel) and kv_rope_kernel on k, v and the caches (k rotated with its
+//                          loads first); below, one launch; 0 = one launch always (the fused
+//                          kernel, H200 2026-11-30: slower than rope then kv_cache_write on 28 of
+//                          44 rows of >= 16 MiB); 2 = split always (tests). Not measured on GPU
 #pragma once
 #include <string>
 
@@ -175,6 +181,7 @@ struct Tune {
   int rope_v_stage = 1;
   int rope_pipeline = 1;
   int rope_clean_scales = 1;
+  int rope_kv_split = 1;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;

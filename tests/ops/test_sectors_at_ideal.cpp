@@ -334,6 +334,15 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
                  qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
                  qk + 2 * T * Hk * D);
   }
+
+  // Split in two launches (TEJAS_TUNE rope.kv_split=2; by default from 16 MiB): each half reads
+  // the positions and cos/sin rows, once each; everything else as fused.
+  detail::Tune split = tune;
+  split.rope_kv_split = 2;
+  const detail::ScopedTuneOverride override_split(split);
+  ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, RopeStyle::neox, slots.v, pc).ok());
+  expect_ideal("rope_kv_cache_write split", qk + bytes(v) + 2 * (cos_rows + bytes(pos)) + bytes(slots),
+               qk + 2 * bytes(k));
 }
 
 TEST(SectorsAtIdeal, Rope) {

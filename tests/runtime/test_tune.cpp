@@ -64,6 +64,7 @@ const std::vector<KeyCase>& key_cases() {
       {"rope.v_stage", &Tune::rope_v_stage, 1, 0, 2, "0..1"},
       {"rope.pipeline", &Tune::rope_pipeline, 1, 3, 4, "0..3"},
       {"rope.clean_scales", &Tune::rope_clean_scales, 1, 0, 2, "0..1"},
+      {"rope.kv_split", &Tune::rope_kv_split, 1, 2, 3, "0..2"},
   };
   return cases;
 }

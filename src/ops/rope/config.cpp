@@ -61,8 +61,8 @@ RopeConfig choose_config(const RopeProblem& p) {
   const int64_t lanes = (heads + c.heads_in_flight - 1) / c.heads_in_flight;
   c.head_lanes = static_cast<int>(std::clamp<int64_t>(kMaxGroupThreads / c.col_threads, 1, lanes));
   const int group = c.col_threads * c.head_lanes;
-  // Small groups share a block so that blocks stay near kTargetBlockThreads threads.
-  int tpb = static_cast<int>(std::clamp<int64_t>(kTargetBlockThreads / group, 1, p.T));
+  // Small groups share a block so that blocks stay near p.block_threads (kTargetBlockThreads).
+  int tpb = static_cast<int>(std::clamp<int64_t>(p.block_threads / group, 1, p.T));
   // Prefer whole warps (a partial last warp issues half-empty requests), when some count allows.
   int whole = tpb;
   while (whole > 1 && (whole * group) % kWarpSize != 0) --whole;
@@ -100,6 +100,22 @@ bool kv_pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
 }
 
 int64_t pipe_blocks(const RopeConfig& c, int64_t resident) { return std::clamp<int64_t>(resident, 1, c.blocks); }
+
+int64_t kv_cache_write_bytes(const RopeProblem& p) {
+  if (p.kv_cache_elem_bytes == 0 || p.Hq == 0 || p.rotary_dim == 0) return 0;
+  const int64_t per_token = (p.Hq + p.Hk) * p.rotary_dim * p.elem_bytes * 2 +  // q and k's rotary dims, both ways
+                            p.Hk * (p.D - p.rotary_dim) * p.elem_bytes +          // k's tail
+                            p.Hk * p.D * p.elem_bytes +                           // v
+                            2 * p.Hk * p.D * p.kv_cache_elem_bytes +              // the cache rows
+                            p.rotary_dim * p.cos_elem_bytes + 4 + 8;              // cos/sin, position, slot
+  return p.T * per_token;
+}
+
+bool kv_split_planned(const RopeProblem& p, int setting) {
+  const int64_t bytes = kv_cache_write_bytes(p);
+  if (bytes == 0 || setting == 0) return false;
+  return setting >= 2 || bytes >= kKvSplitMinBytes;
+}
 
 std::string to_string(const RopeProblem& p) {
   std::ostringstream os;

@@ -19,6 +19,11 @@ inline constexpr int kMaxAccessBytes = 16;    // widest global access (ld/st .v4
 inline constexpr int kCompactAccessBytes = 4; // the middle vector candidate: one 32-bit word
 inline constexpr int kMaxGroupThreads = 512;  // threads per token; also the block cap
 inline constexpr int kTargetBlockThreads = 256;
+// The split rope_kv_cache_write's k half (kv_rope_kernel, plan.cpp): 128-thread blocks. At its
+// 92-94 registers (sm_90a, allocated as 96) an SM holds 5 of them, 640 threads, where 256-thread
+// blocks fit 2, 512 threads: a fifth fewer loads in flight. 128 is also the least block that
+// checks its fp8 scales for clean multipliers (kCleanMinThreads).
+inline constexpr int kKvRopeBlockThreads = 128;
 inline constexpr int kWarpSize = 32;
 inline constexpr int kNumSections = 3;        // mrope position rows
 inline constexpr int kMaxHeadsInFlight = 2;   // heads a thread loads at once (kernels: 1 or 2)
@@ -48,6 +53,7 @@ struct RopeProblem {
   int qk_align = kMaxAccessBytes, cos_align = kMaxAccessBytes;
   int v_align = kMaxAccessBytes, kv_cache_align = kMaxAccessBytes;
   int heads_in_flight = 1;      // 1 or kMaxHeadsInFlight: TEJAS_TUNE rope.heads (per op by default: plan.cpp); kPipeWideHeads: plan.cpp's wide step
+  int block_threads = kTargetBlockThreads;  // what small groups fill a block up to (the split's k half: kKvRopeBlockThreads)
 };
 
 struct RopeConfig {
@@ -91,6 +97,18 @@ bool pipe_eligible(const RopeProblem& p, const RopeConfig& c);
 bool kv_pipe_eligible(const RopeProblem& p, const RopeConfig& c);
 // Its persistent grid: the config's blocks, at most the CTAs resident at once (> 0).
 int64_t pipe_blocks(const RopeConfig& c, int64_t resident);
+
+// rope_kv_cache_write's fewest HBM bytes (docs/kernels/rope_kv_cache_write.md): q and k's rotary
+// dims read and written, k's tail and v read, the k and v cache rows written at the cache's
+// width, a cos/sin row, a position (counted as i32) and a slot per token. 0 without a cache or q.
+int64_t kv_cache_write_bytes(const RopeProblem& p);
+// The op as two launches (TEJAS_TUNE rope.kv_split; plan.cpp's run_kernel_backend): plain rope on
+// q, then kv_rope_kernel on k, v and the caches. Setting 0: never; 1 (the default): from
+// kKvSplitMinBytes of kv_cache_write_bytes, where the second launch's few microseconds are small
+// beside the fused kernel's lost time (below, one launch: decode's small T is launch-bound);
+// 2: always. Only for rope_kv_cache_write (q, a rotation and a cache).
+inline constexpr int64_t kKvSplitMinBytes = int64_t{16} << 20;
+bool kv_split_planned(const RopeProblem& p, int setting);
 
 std::string to_string(const RopeProblem& p);
 std::string to_string(const RopeConfig& c);

@@ -699,6 +699,104 @@ __device__ __forceinline__ KvVector kv_vector(const RopeParams& p, int64_t it, i
   return w;
 }
 
+// kv_rope_kernel's loads of column `col` of kv head h of token t: a rotary column's 2P elements of
+// k (access_offset's accesses), then v's at the same offsets; a tail column's VEC elements of each.
+// k through plain loads, not .nc: the kernel writes k's rotary dims.
+template <class S, int VEC, bool kNeox>
+__device__ __forceinline__ void kv_rope_loads(const RopeParams& p, int64_t t, int col, int h, typename S::Raw* ek,
+                                              typename S::Raw* ev TEJAS_CALLER_PARAM) {
+  using Raw = typename S::Raw;
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
+  const Raw* k_row = static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head;
+  const Raw* v_row = static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head;
+  if (col >= p.rot_cols) {
+    const int64_t d0 = 2 * p.half + static_cast<int64_t>(col - p.rot_cols) * VEC;
+    load_vec<VEC>(k_row + d0, ek TEJAS_NESTED_SITE);
+    load_vec<VEC, true>(v_row + d0, ev TEJAS_NESTED_SITE);
+    return;
+  }
+  const int64_t i0 = static_cast<int64_t>(col) * P;
+  #pragma unroll
+  for (int a = 0; a < 2 * P / kLoad; ++a) {
+    load_vec<kLoad>(k_row + access_offset<kNeox, kLoad>(p, i0, a), ek + a * kLoad TEJAS_NESTED_SITE);
+    load_vec<kLoad, true>(v_row + access_offset<kNeox, kLoad>(p, i0, a), ev + a * kLoad TEJAS_NESTED_SITE);
+  }
+}
+
+// kv_rope_kernel's column `col` of kv head h of token t, its k and v elements in ek and ev
+// (kv_rope_loads): a rotary column's k rotated by the position's cos/sin and stored back
+// (finish_head, which also sends it to the k cache), a tail column's k to the k cache as it is,
+// and v to the v cache, when the token has a slot.
+template <class S, int VEC, bool kNeox>
+__device__ __forceinline__ void kv_rope_column(const RopeParams& p, int64_t t, int col, int h, int64_t pos,
+                                               const Loaded<int64_t>& slot_loaded, const Loaded<float>& k_scale,
+                                               const Loaded<float>& v_scale, const CleanScales& clean,
+                                               typename S::Raw* ek, typename S::Raw* ev TEJAS_CALLER_PARAM) {
+  constexpr int P = kPairsPerColumn<VEC, kNeox>;
+  constexpr int kLoad = kNeox || VEC >= 2 ? VEC : 1;
+  if (col >= p.rot_cols) {  // a tail column
+    const int64_t slot = slot_at(p, slot_loaded);
+    if (slot < 0) return;
+    const int64_t d0 = 2 * p.half + static_cast<int64_t>(col - p.rot_cols) * VEC;
+    store_cache<S, VEC>(p, p.k_cache, cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
+                        k_scale, clean.k, ek TEJAS_NESTED_SITE);
+    store_cache<S, VEC, true>(p, p.v_cache, cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
+                              v_scale, clean.v, ev TEJAS_NESTED_SITE);
+    return;
+  }
+  const int64_t i0 = static_cast<int64_t>(col) * P;
+  const bool rotate = pos >= 0 && pos < p.max_pos;  // else left unrotated (see RopeParams)
+  float c[P], s[P];
+  if (rotate) load_cos_sin<S, P>(p, pos, i0, c, s TEJAS_NESTED_SITE);
+  // v first, while the cos/sin row is on its way: its registers are free before k's rotation.
+  const int64_t slot = slot_at(p, slot_loaded);
+  if (slot >= 0) {
+    const int64_t at = cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h);
+    #pragma unroll
+    for (int a = 0; a < 2 * P / kLoad; ++a)
+      store_cache<S, kLoad, true>(p, p.v_cache, at + access_offset<kNeox, kLoad>(p, i0, a), v_scale, clean.v,
+                                  ev + a * kLoad TEJAS_NESTED_SITE);
+  }
+  finish_head<S, VEC, kNeox>(p, t, static_cast<int>(p.Hq) + h, i0, ek, rotate, c, s, slot_loaded, k_scale, clean.k
+                             TEJAS_NESTED_SITE);
+}
+
+// kv_rope_kernel for one style: a uniform branch on the style for the whole kernel, not per call
+// (both styles' calls in one body took the 16-byte kernels from 90 to 102 registers, sm_90a).
+template <class S, int VEC, bool kNeox>
+__device__ __forceinline__ void kv_rope_body(const RopeParams& p) {
+  using Raw = typename S::Raw;
+  int token, local;
+  group_position(p, token, local);
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
+  int lane, col0;
+  lane_position(p, local, lane, col0);
+  const int cols = p.rot_cols + p.pass_cols;
+  // Tail threads (t >= T) run their share of clean_scales's tests, then leave.
+  const bool live = t < p.T && col0 < cols && lane < p.Hk;
+  Loaded<int64_t> slot_loaded;
+  Loaded<float> k_scale, v_scale;  // every thread's: clean_scales's too
+  int64_t pos = 0;
+  // A column's k elements and v's (neox's 2 x VEC are the most).
+  Raw ek[2 * VEC], ev[2 * VEC];
+  if (live) {
+    load_slot(p, t, slot_loaded);
+    pos = load_position(p, 0, t);  // rope only (plan.cpp): one position row
+    kv_rope_loads<S, VEC, kNeox>(p, t, col0, lane, ek, ev);
+  }
+  load_scale(p, p.k_scale, k_scale);
+  load_scale(p, p.v_scale, v_scale);
+  const CleanScales clean = clean_scales<S>(p, k_scale, v_scale);  // while the loads are out
+  if (!live) return;  // no barriers below
+  for (int col = col0; col < cols; col += p.col_threads) {
+    for (int h = lane; h < p.Hk; h += p.head_lanes) {
+      if (col != col0 || h != lane) kv_rope_loads<S, VEC, kNeox>(p, t, col, h, ek, ev);  // past the first column
+      kv_rope_column<S, VEC, kNeox>(p, t, col, h, pos, slot_loaded, k_scale, v_scale, clean, ek, ev);
+    }
+  }
+}
+
 }  // namespace impl
 
 // kv_cache_write with its loads first (TEJAS_TUNE rope.kv_loads_first=1, the default; same
@@ -842,6 +940,31 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
     if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
   }
   ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit
+}
+
+// rope_kv_cache_write's k half where the op runs as two launches (TEJAS_TUNE rope.kv_split;
+// plan.cpp's run_kernel_backend): the q half is plain rope (its pipelined kernel), and this kernel
+// rotates k in place and writes k and v into the caches, with its loads first. A thread owns one
+// column (config.h: a rotary column's 2P elements, or VEC elements of k's non-rotary tail) of one
+// kv head, and takes v's elements at the same offsets, so k's column and v's are issued together
+// with the slot, the position and the fp8 scales before any wait: a DRAM trip, then the cos/sin
+// row's (an L2 hit where positions repeat or the q half read it recently), then the stores. A
+// thread walks heads h = lane, lane + head_lanes, ... and columns col0, col0 + col_threads, ...
+// when a token's kv heads hold more than 512 columns (the usual shapes: one of each per thread).
+// Skipped tokens (slot < 0) are rotated (k is updated in place whatever the slot) and their v
+// is read (issued before the slot is known) but nothing goes to the caches. NOTES: with the
+// fused kernel (rope_kernel, q and k in one group) the H200 measured this op slower than rope
+// then kv_cache_write on 28 of its 44 rows of >= 16 MiB (docs/kernels/rope_kv_cache_write.md):
+// q's heads are most of its bytes, and the cache path's state (slot, scales, v) cost the
+// pipelined kernel its occupancy. Split, q's rotation is the pipelined rope's kernel, which
+// carries none of it, and the cache half is a kv_write_kernel that also rotates: each byte
+// of q, k and v still crosses HBM once; positions and cos/sin rows are read by both halves.
+// Launch bounds: one 512-thread block (kv_write_kernel's two, 64 registers, spilled 152 bytes at
+// VEC 8); blocks of kKvRopeBlockThreads (config.h) at its 94 registers (sm_90a), 5 per SM.
+template <class S, int VEC>
+__global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_kernel(const RopeParams p) {
+  if (p.neox) impl::kv_rope_body<S, VEC, true>(p);
+  else impl::kv_rope_body<S, VEC, false>(p);
 }
 
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.

@@ -3,7 +3,8 @@
 // per thread, 1 or 2 (TEJAS_TUNE rope.heads; per op by default, plan.cpp): sixteen kernels; the
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
 // loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten, and
-// kv_cache_write's two; and the wide step's (config.h's kPipeWideHeads), three.
+// kv_cache_write's two; and the wide step's (config.h's kPipeWideHeads), three; and
+// rope_kv_cache_write's split k half (rope.kv_split), six.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "ops/rope/plan.h"
@@ -90,8 +91,25 @@ inline KernelFn select_kv_pipe_kernel(DType dtype) {
     default: return nullptr;
   }
 }
-// The launch's kernel: the pipelined one, or select_kernel's.
+// rope_kv_cache_write's k half where the op is split (RopeLaunch::k_half): bf16 and f16 (the op's
+// dtypes) x three widths, six.
+template <class S>
+KernelFn kv_rope_kernel_for_vec(int vec) {
+  constexpr int kWide = kMaxAccessBytes / 2, kCompact = kCompactAccessBytes / 2;
+  if (vec == kWide) return kv_rope_kernel<S, kWide>;
+  if (vec == kCompact) return kv_rope_kernel<S, kCompact>;
+  return vec == 1 ? kv_rope_kernel<S, 1> : nullptr;
+}
+inline KernelFn select_kv_rope_kernel(DType dtype, int vec) {
+  switch (dtype) {
+    case DType::bf16: return kv_rope_kernel_for_vec<Bf16>(vec);
+    case DType::f16: return kv_rope_kernel_for_vec<F16>(vec);
+    default: return nullptr;
+  }
+}
+// The launch's kernel: the split's k half, the pipelined one, or select_kernel's.
 inline KernelFn kernel_of(const RopeLaunch& l) {
+  if (l.k_half) return select_kv_rope_kernel(l.dtype, l.config.vec);
   if (l.pipeline && l.params.kv_loads_first) return select_kv_pipe_kernel(l.dtype);
   if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight, l.params.kv_kind != KvKind::none);
   return select_kernel(l.dtype, l.config.vec, kernel_heads_in_flight(l), l.params.head_stage, l.params.kv_loads_first);

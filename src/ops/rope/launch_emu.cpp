@@ -6,7 +6,6 @@
 namespace tejas::rotary {
 
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l) {
-  detail::begin_emulator_call();
   const KernelFn kernel = kernel_of(l);
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
@@ -15,7 +14,7 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
   using emu::Access;
   const detail::EmuBuffers buffers{
       {&a.positions, Access::read},      {&a.q, Access::read_write},
-      {&a.k, a.q.defined() ? Access::read_write : Access::read},  // kv_cache_write only reads k
+      {&a.k, a.cos_sin.defined() ? Access::read_write : Access::read},  // kv_cache_write only reads k
       {&a.v, Access::read},              {&a.cos_sin, Access::read},         {&a.slots, Access::read},
       {&a.cache.k_cache, Access::write}, {&a.cache.v_cache, Access::write},  {&a.cache.k_scale, Access::read},
       {&a.cache.v_scale, Access::read}};

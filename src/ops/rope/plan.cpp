@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/common/emu_launch.h"
 #include "runtime/alignment.h"
 #include "runtime/tune.h"
 #include "runtime/validate.h"
@@ -29,12 +30,16 @@ KvKind kv_kind_of(const RopeArgs& a) {
 
 RopeLaunch plan_launch(const RopeArgs& a) {
   RopeLaunch l;
-  // Without q (kv_cache_write): no rotary columns, k's whole rows are the "tail" copied to the
-  // cache, and neither positions nor cos/sin are read.
-  const bool rotates = a.q.defined();
-  const TensorView& x = rotates ? a.q : a.k;
+  // Without a rotation (kv_cache_write): no rotary columns, k's whole rows are the "tail" copied
+  // to the cache, and neither positions nor cos/sin are read. A rotation without q: the split
+  // rope_kv_cache_write's k half (run_kernel_backend), k rotated and both caches written by
+  // kv_rope_kernel.
+  const bool rotates = a.cos_sin.defined();
+  const bool has_q = a.q.defined();
+  const TensorView& x = has_q ? a.q : a.k;
   l.dtype = x.dtype;
   const KvKind kv = kv_kind_of(a);
+  l.k_half = rotates && !has_q && kv != KvKind::none;
   const int64_t rotary = rotates ? a.cos_sin.shape[1] : 0, half = rotary / 2;
 
   RopeProblem& pr = l.problem;
@@ -43,7 +48,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   pr.kv_cache_elem_bytes = kv == KvKind::none ? 0 : dtype_bits(a.cache.k_cache.dtype) / 8;
   pr.interleaved = a.style == RopeStyle::gptj;
   pr.T = x.shape[0];
-  pr.Hq = rotates ? a.q.shape[1] : 0;
+  pr.Hq = has_q ? a.q.shape[1] : 0;
   pr.Hk = a.k.defined() ? a.k.shape[1] : 0;
   pr.D = x.shape[2];
   pr.rotary_dim = rotary;
@@ -57,8 +62,10 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   // rope.heads=0 (the default): two heads in flight where q is rotated, one for the KV-cache
   // write alone (H200, docs/kernels/rope.md: two heads with head staging were 15-23% faster on
   // the rotating ops, 9% slower on kv_cache_write).
+  // The split's k half: one column of one head per thread (kv_rope_kernel walks no head steps).
   const int heads = detail::tune().rope_heads;
-  pr.heads_in_flight = heads > 0 ? heads : (rotates ? kMaxHeadsInFlight : 1);
+  pr.heads_in_flight = l.k_half ? 1 : heads > 0 ? heads : (rotates ? kMaxHeadsInFlight : 1);
+  if (l.k_half) pr.block_threads = kKvRopeBlockThreads;
   l.config = choose_config(pr);
   // The pipelined kernel's wide step (config.h's kPipeWideHeads): rope and mrope under the
   // defaults (rope.heads per op, head staging, rope.pipeline >= 1) where two heads per thread
@@ -92,7 +99,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.Hk = pr.Hk;
   p.D = pr.D;
   p.half = half;
-  if (rotates) {
+  if (has_q) {
     p.q_tok = a.q.stride[0];
     p.q_head = a.q.stride[1];
   }
@@ -134,7 +141,7 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   p.v_prefetch = detail::tune().rope_v_prefetch != 0;
   p.head_prefetch = detail::tune().rope_head_prefetch != 0;
   const int64_t stage_bytes = head_stage_smem_bytes(c, pr.elem_bytes, pr.interleaved);
-  p.head_stage = detail::tune().rope_head_stage != 0 && stage_bytes > 0;
+  p.head_stage = !l.k_half && detail::tune().rope_head_stage != 0 && stage_bytes > 0;
   p.kv_loads_first = !rotates && kv != KvKind::none && detail::tune().rope_kv_loads_first != 0;
   // rope.v_stage: one more 16-byte slot per thread for its first v vector (kernel.cuh's v_slot).
   p.v_stage = p.head_stage && kv != KvKind::none && detail::tune().rope_v_stage != 0;
@@ -152,9 +159,10 @@ RopeLaunch plan_launch(const RopeArgs& a) {
   }
   p.kv_kind = kv;
   // rope.clean_scales (kernel.cuh's clean_scales): fp8 caches with 16-bit k and v, in the kernels
-  // that check (kv_write_kernel and the persistent ones), in blocks of kCleanMinThreads or more.
+  // that check (kv_write_kernel, kv_rope_kernel and the persistent ones), in blocks of
+  // kCleanMinThreads or more.
   p.clean_scales = (kv == KvKind::e4m3 || kv == KvKind::e5m2) && pr.elem_bytes == 2 &&
-                   detail::tune().rope_clean_scales != 0 && (l.pipeline || p.kv_loads_first) &&
+                   detail::tune().rope_clean_scales != 0 && (l.pipeline || p.kv_loads_first || l.k_half) &&
                    c.threads >= kCleanMinThreads;
   p.col_div = dev::make_fast_div32(static_cast<uint32_t>(pr.D / c.vec));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(c.col_threads * c.head_lanes));
@@ -181,25 +189,47 @@ RopeLaunch without_pipeline(const RopeLaunch& planned) {
 }
 
 namespace {
-thread_local RopeLaunch g_last_launch;
+thread_local RopeLaunch g_last_launch, g_last_q_launch;
 thread_local bool g_force_fallback = false;
+
+// One planned launch on the backend (the emulator's reports of the op call gathered by the caller's
+// begin_emulator_call); *record: the launch as run.
+Status run_launch(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a, RopeLaunch l,
+                  RopeLaunch* record) {
+  if (backend == Backend::emulator && g_force_fallback) l = without_pipeline(l);
+  *record = l;
+  if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
+#if TEJAS_WITH_CUDA
+  return launch_cuda(op, ctx, l, record);
+#else
+  return detail::cuda_not_built(op, backend);
+#endif
+}
 }  // namespace
 
 ScopedPipelineFallback::ScopedPipelineFallback() : ScopedSet(g_force_fallback, true) {}
 bool pipeline_fallback_forced() { return g_force_fallback; }
 
 RopeLaunch last_launch() { return g_last_launch; }
+RopeLaunch last_q_launch() { return g_last_q_launch; }
 
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
-  RopeLaunch l = plan_launch(a);
-  if (backend == Backend::emulator && g_force_fallback) l = without_pipeline(l);
-  g_last_launch = l;
-  if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
-#if TEJAS_WITH_CUDA
-  return launch_cuda(op, ctx, l, &g_last_launch);
-#else
-  return detail::cuda_not_built(op, backend);
-#endif
+  if (backend == Backend::emulator) detail::begin_emulator_call();
+  const RopeLaunch l = plan_launch(a);
+  g_last_q_launch = RopeLaunch{};
+  if (!a.q.defined() || a.mrope || !kv_split_planned(l.problem, detail::tune().rope_kv_split))
+    return run_launch(op, ctx, backend, a, l, &g_last_launch);
+  // rope_kv_cache_write split (config.h's kv_split_planned): q rotated by plain rope's kernel, then
+  // k rotated and both caches written by kv_rope_kernel. Disjoint outputs, so the order is free.
+  RopeArgs qa;
+  qa.positions = a.positions;
+  qa.q = a.q;
+  qa.cos_sin = a.cos_sin;
+  qa.style = a.style;
+  RopeArgs ka = a;
+  ka.q = TensorView{};
+  TEJAS_RETURN_IF_ERROR(run_launch(op, ctx, backend, qa, plan_launch(qa), &g_last_q_launch));
+  return run_launch(op, ctx, backend, ka, plan_launch(ka), &g_last_launch);
 }
 
 }  // namespace tejas::rotary

@@ -30,6 +30,7 @@ struct RopeLaunch {
   DType dtype = DType::bf16;  // q's dtype: selects the kernel
   size_t smem_bytes = 0;      // dynamic shared memory: the rope.head_stage slots (and rope.v_stage's), else 0
   bool pipeline = false;      // rope.pipeline: rope_pipe_kernel on a persistent grid (two stages of slots)
+  bool k_half = false;        // rope_kv_cache_write split (rope.kv_split): kv_rope_kernel on k, v and the caches
 };
 
 // The heads in flight of the kernel a launch runs: the plan's, except that the staged kernels go
@@ -46,7 +47,8 @@ inline constexpr int64_t kEmuResidentCtas = 3;
 
 RopeLaunch plan_launch(const RopeArgs& a);
 
-// Runs the kernel through the emulator (host tensors). Starts a new emulator call record.
+// Runs the kernel through the emulator (host tensors), its report added to the op call's
+// (run_kernel_backend starts the record: detail::begin_emulator_call).
 Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a, const RopeLaunch& l);
 
 // The launch a pipelined plan falls back to when the GPU's occupancy query fails (launch.cu):
@@ -79,5 +81,8 @@ Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backen
 // The launch of this thread's last kernel-backend call, as run: tests check which kernel a case
 // reached (the rope.head_stage kernels or the default ones; the pipelined one or not).
 RopeLaunch last_launch();
+// The q half of this thread's last call when rope_kv_cache_write ran split (rope.kv_split; its k
+// half is last_launch(), k_half set); a default RopeLaunch otherwise.
+RopeLaunch last_q_launch();
 
 }  // namespace tejas::rotary

@@ -221,7 +221,7 @@ inline int64_t emulated_blocks(const rotary::RopeLaunch& l) {
 // cached tokens' Hk x D / vec) were stored with the multiplier where its verdict is clean; off,
 // none.
 inline void expect_clean_events(const KvBuffers& b) {
-  const emu::LaunchReport& rep = detail::last_emulator_reports().at(0);
+  const emu::LaunchReport& rep = detail::last_emulator_reports().back();  // the split's k half: the second
   const rotary::RopeLaunch l = rotary::last_launch();
   const DType x = b.k.dtype(), cache = b.k_cache.dtype();
   const float k_scale = static_cast<float>(b.k_scale.get_flat(0)), v_scale = static_cast<float>(b.v_scale.get_flat(0));

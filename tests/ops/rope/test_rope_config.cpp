@@ -188,6 +188,51 @@ TEST(RopeConfig, SmallGroupsShareBlocksAndHugeRowsLoop) {
 
 // The planner's alignments come from detail::access_alignment (tests/runtime/test_alignment.cpp);
 // these are the views rope sees.
+// rope_kv_cache_write's fewest bytes (docs/kernels/rope_kv_cache_write.md's table: Llama-3.1-8B
+// 27.1 KB per token with a bf16 cache, 25.1 KB with e4m3) and the split's threshold, 16 MiB:
+// T = 618 tokens is the first at or above it with a bf16 cache. Settings 0 (never) and 2 (always);
+// no split without a cache, q or a rotation.
+TEST(RopeConfig, KvSplitFromSixteenMiB) {
+  RopeProblem p = llama(1);
+  p.kv_cache_elem_bytes = kBf16;
+  EXPECT_EQ(kv_cache_write_bytes(p), (32 + 8) * 128 * 2 * 2 + 8 * 128 * 2 + 2 * 8 * 128 * 2 + 128 * 4 + 12);
+  EXPECT_EQ(kv_cache_write_bytes(p), 27148);
+  p.kv_cache_elem_bytes = kFp8;
+  EXPECT_EQ(kv_cache_write_bytes(p), 27148 - 2 * 8 * 128);
+  p.rotary_dim = 64;  // a k tail: read once, half of k's dims
+  EXPECT_EQ(kv_cache_write_bytes(p), (32 + 8) * 64 * 2 * 2 + 8 * 64 * 2 + 8 * 128 * 2 + 2 * 8 * 128 + 64 * 4 + 12);
+  p = llama(617);
+  p.kv_cache_elem_bytes = kBf16;
+  EXPECT_LT(kv_cache_write_bytes(p), kKvSplitMinBytes);
+  EXPECT_FALSE(kv_split_planned(p, 1));
+  EXPECT_TRUE(kv_split_planned(p, 2));
+  p.T = 618;
+  EXPECT_GE(kv_cache_write_bytes(p), kKvSplitMinBytes);
+  EXPECT_TRUE(kv_split_planned(p, 1));
+  EXPECT_FALSE(kv_split_planned(p, 0));
+  p.T = 16384;
+  EXPECT_TRUE(kv_split_planned(p, 1));
+  // The k half's config (plan.cpp): no q heads, one head per thread, 128-thread blocks.
+  RopeProblem k_half = p;
+  k_half.Hq = 0;
+  k_half.block_threads = kKvRopeBlockThreads;
+  const RopeConfig c = choose_config(k_half);
+  EXPECT_EQ(c.col_threads * c.head_lanes, 64);  // 8 columns x 8 kv heads
+  EXPECT_EQ(c.tokens_per_block, 2);
+  EXPECT_EQ(c.threads, 128);
+  for (int setting : {0, 1, 2}) {
+    RopeProblem none = p;
+    none.kv_cache_elem_bytes = 0;  // rope, mrope
+    EXPECT_FALSE(kv_split_planned(none, setting));
+    RopeProblem no_q = p;
+    no_q.Hq = 0;  // kv_cache_write, or a split's k half
+    EXPECT_FALSE(kv_split_planned(no_q, setting));
+    RopeProblem no_rotation = no_q;
+    no_rotation.rotary_dim = 0;
+    EXPECT_FALSE(kv_split_planned(no_rotation, setting));
+  }
+}
+
 TEST(RopeConfig, AlignmentOfViews) {
   using detail::access_alignment;
   alignas(16) static uint16_t buf[64];

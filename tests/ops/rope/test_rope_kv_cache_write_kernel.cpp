@@ -54,7 +54,9 @@ void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend bac
   if (backend == Backend::emulator) {
     TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, var.style,
                                         b.slots, b.paged()));
-    if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, var.qt);
+    // (The split's halves: SplitMovesOnlyCompulsoryBytes counts their bytes.)
+    if (detail::tune().rope_head_stage && !rotary::last_launch().k_half)
+      ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, var.qt);
   } else {
     check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
     for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
@@ -414,6 +416,17 @@ TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesRoundTheExactQuotient) {
   }
 }
 
+namespace {
+// k and v of +-3 x 2^-12, which scale 0.05's first clean-multiplier candidate writes wrong (a
+// check that skipped some threads' tests could pick it).
+void fill_first_candidate_misses(KvBuffers& b) {
+  for (int64_t i = 0; i < b.k.numel(); ++i) {
+    b.k.set_flat(i, i % 2 ? 0x1.8p-11 : -0x1.8p-11);
+    b.v.set_flat(i, i % 3 ? -0x1.8p-11 : 0x1.8p-11);
+  }
+}
+}  // namespace
+
 // The pipelined kernel's clean multipliers: every bf16 / f16 value (two heads per thread) at k and
 // v scales that differ and take the other verdicts for e4m3 on both (test_clean_multiplier.cpp:
 // 0.05 the second candidate, 0.02 the third, 7 / 128 none, so the per-value paths), both fp8
@@ -430,12 +443,7 @@ TEST(RopeKvCacheWriteKernel, PipelinedFp8CachesAtCleanScales) {
   // 129 tokens in blocks of 128, so the second has 2 live threads; +-3 x 2^-12 at scale 0.05 is
   // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
   run_pipelined(rng, 2, DType::bf16, DType::e4m3, {129, 1, 3, 16, 16, 9, 16}, 0.05f, "3 x 2^-12, a partial block",
-                [&](KvBuffers& b) {
-                  for (int64_t i = 0; i < b.k.numel(); ++i) {
-                    b.k.set_flat(i, i % 2 ? 0x1.8p-11 : -0x1.8p-11);
-                    b.v.set_flat(i, i % 3 ? -0x1.8p-11 : 0x1.8p-11);
-                  }
-                }, true);
+                fill_first_candidate_misses, true);
   EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 128);
 }
 
@@ -539,4 +547,164 @@ TEST(RopeKvCacheWriteKernel, SlotBeyondCacheSkippedWithoutDebugChecks) {
   EXPECT_TRUE(check::compare(b.q, expect.q, ropetest::kernel_tolerance(DType::bf16, 2.0)).ok);
   EXPECT_TRUE(check::compare(b.k_cache, expect.k_cache, ropetest::kernel_tolerance(DType::bf16, 2.0)).ok);
   EXPECT_TRUE(check::compare_exact(b.v_cache, expect.v_cache).ok);
+}
+
+namespace {
+
+// rope.kv_split=N with every other key at its default.
+detail::Tune kv_split(int setting) {
+  detail::Tune t;
+  t.rope_kv_split = setting;
+  return t;
+}
+
+// The last call ran split: its q half plain rope on q alone, its k half kv_rope_kernel on k alone
+// (the q half pipelined where plain rope pipelines, rotary == D among them).
+void expect_split(const KvShape& s) {
+  const rotary::RopeLaunch k = rotary::last_launch(), q = rotary::last_q_launch();
+  EXPECT_TRUE(k.k_half) << "the k half";
+  EXPECT_EQ(k.problem.Hq, 0);
+  EXPECT_EQ(k.problem.Hk, s.Hk);
+  EXPECT_EQ(k.problem.rotary_dim, s.rotary);
+  EXPECT_FALSE(k.pipeline || k.params.head_stage || k.params.kv_loads_first);
+  // Blocks of about 128 threads (config.h's kKvRopeBlockThreads), or one token's group.
+  const int group = k.config.col_threads * k.config.head_lanes;
+  EXPECT_LE(k.config.threads, std::max(rotary::kKvRopeBlockThreads, group));
+  EXPECT_FALSE(q.k_half);
+  EXPECT_EQ(q.problem.Hq, s.Hq);
+  EXPECT_EQ(q.problem.Hk, 0);
+  EXPECT_EQ(q.params.kv_kind, rotary::KvKind::none);
+}
+
+}  // namespace
+
+// rope.kv_split=2 (the op as two launches at every size; by default from 16 MiB,
+// test_rope_config.cpp's KvSplitFromSixteenMiB): every shape and variant of run_all, and shapes
+// whose k half walks: 67 kv heads of 8 columns (64 head lanes: three lanes take two heads), one
+// head of D = 16384 (1024 rotary columns over 512 threads: two each), and of D = 16384 with a
+// rotary of 8192 (512 rotary and 1024 tail columns: each thread one rotary and two tail
+// columns, or gptj's three and... as its config walks them). Emulator, and the GPU when present.
+TEST(RopeKvCacheWriteKernel, SplitMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape walking[] = {{3, 2, 67, 128, 128, 2, 4}, {2, 1, 1, 16384, 16384, 2, 1}, {3, 2, 1, 16384, 8192, 2, 2}};
+  ropetest::run_tuned({kv_split(2)}, [&](Backend b) {
+    for (const KvShape& s : kShapes)
+      for (const Variant& var : variants()) {
+        run_case(rng, s, var, b);
+        expect_split(s);
+      }
+    for (const KvShape& s : walking)
+      for (const Variant& var : variants()) {
+        run_case(rng, s, var, b);
+        expect_split(s);
+      }
+    // Tokens across many blocks on the GPU (~1000 of 32 tokens), skipped ones among them.
+    if (b == Backend::cuda) run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+  });
+  // The walks happen: lanes and columns fewer than the heads and the columns.
+  const detail::ScopedTuneOverride tune(kv_split(2));
+  run_case(rng, walking[0], variants()[0], Backend::emulator);
+  EXPECT_LT(rotary::last_launch().config.head_lanes, 67);
+  run_case(rng, walking[2], variants()[0], Backend::emulator);
+  EXPECT_LT(rotary::last_launch().config.col_threads, rotary::last_launch().config.rot_cols +
+                                                          rotary::last_launch().config.pass_cols);
+}
+
+// rope.kv_split=0, and the default below 16 MiB (every emulator shape here): one launch.
+TEST(RopeKvCacheWriteKernel, SplitOffAndBelowItsThreshold) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (const detail::Tune& t : {kv_split(0), detail::Tune{}}) {
+    const detail::ScopedTuneOverride tune(t);
+    for (const KvShape& s : kShapes) {
+      run_case(rng, s, variants()[1], Backend::emulator);
+      EXPECT_FALSE(rotary::last_launch().k_half) << "rope.kv_split=" << t.rope_kv_split;
+      EXPECT_EQ(detail::last_emulator_reports().size(), 1u);
+    }
+  }
+}
+
+// The split's two launches move the compulsory bytes of their halves (Llama-3-8B-like heads, 4
+// tokens, one skipped, e4m3 caches): the q half reads q, the positions and one cos/sin row per
+// token and writes q; the k half reads k and v whole (v's skipped token too: its loads go out
+// before the slot is known), the positions and cos/sin rows again, the slots and the scales, and
+// writes k and the cached tokens' k and v rows. So the split reads T x (rotary x 2 + 8) bytes
+// more than the fused kernel (the second half's positions and bf16 cos/sin rows) and, at most,
+// the skipped tokens' v. No bank conflicts, no findings; loads and stores at the ideal sectors
+// (f32 cos/sin rows are not, in either half as in the fused kernel: half-used sectors that the
+// next request finds in L1, test_sectors_at_ideal.cpp).
+TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride tune(kv_split(2));
+  const KvShape s{4, 8, 2, 128, 128, 2, 16};
+  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::bf16, kMaxPos, 4);
+  for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                      RopeStyle::neox, b.slots, b.paged()));
+  const std::vector<emu::LaunchReport>& reps = detail::last_emulator_reports();
+  ASSERT_EQ(reps.size(), 2u) << "two launches";
+  const uint64_t cached = s.T - 1, row = s.D * 2;  // bf16 rows; make_kv_buffers skips every 4th token
+  const uint64_t cos = s.T * s.rotary * 2, pos = s.T * 8;  // bf16 rows, i64 positions (make_kv_buffers)
+  const emu::Counters& q = reps[0].counters;
+  EXPECT_TRUE(reps[0].ok()) << reps[0].summary();
+  EXPECT_EQ(q.global_bytes_read_unique, s.T * s.Hq * row + cos + pos);
+  EXPECT_EQ(q.global_bytes_written_unique, s.T * s.Hq * row);
+  const emu::Counters& k = reps[1].counters;
+  EXPECT_TRUE(reps[1].ok()) << reps[1].summary();
+  EXPECT_EQ(k.global_bytes_read_unique, 2 * s.T * s.Hk * row + cos + pos + s.T * 8 + 2 * 4);
+  EXPECT_EQ(k.global_bytes_written_unique, s.T * s.Hk * row + 2 * cached * s.Hk * s.D);  // k, then fp8 rows
+  for (const emu::LaunchReport& r : reps) {
+    EXPECT_EQ(r.counters.bank_conflict_wavefronts(), 0u);
+    EXPECT_EQ(r.counters.cp_async_bytes, &r == &reps[0] ? s.T * s.Hq * s.rotary * 2 : 0u) << "the q half stages q";
+  }
+  // Both halves' loads and stores at the ideal sectors: k and v's 16-byte columns read by
+  // consecutive threads (a head's 8 columns: 128 contiguous bytes of each half), the cache rows
+  // written the same way.
+  for (const emu::LaunchReport& r : reps) {
+    EXPECT_EQ(r.counters.excess_load_sectors(), 0u);
+    EXPECT_EQ(r.counters.excess_store_sectors(), 0u);
+  }
+}
+
+// The split's fp8 k half at the hard cases: the double-rounding values at their scale, values on
+// code midpoints at extreme and power-of-two scales, and every bf16 / f16 value at k and v scales
+// with each clean-multiplier verdict (the k half's 128-thread blocks check their scales, as
+// kv_write_kernel's do: test_clean_multiplier.cpp's 0.05, 0.02 and 7 / 128). Positions 0 leave k
+// unrotated, so k and v both carry the values into the caches; every code is the exact quotient's.
+TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride tune(kv_split(2));
+  const auto run = [&](DType qt, DType cache_dt, const KvShape& s, float k_scale, float v_scale, const auto& fill,
+                       bool clean) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " T=" << s.T
+                                      << " scales " << k_scale << ", " << v_scale);
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, k_scale, v_scale);
+    fill(b);
+    for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                        RopeStyle::neox, b.slots, b.paged()));
+    EXPECT_TRUE(rotary::last_launch().k_half);
+    EXPECT_EQ(rotary::last_launch().params.clean_scales, clean) << "the check planned";
+    ropetest::expect_clean_events(b);
+    ropetest::check_caches(b, s);
+  };
+  for (DType qt : {DType::bf16, DType::f16})
+    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+      const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
+      ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
+      const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 47) / 48);
+      run(qt, cache_dt, {T, 1, 3, 16, 16, T, 1}, h.scale, h.scale,
+          [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); }, false);
+      for (const auto& [ks, vs] : {std::pair{0.05f, 0.02f}, {0.02f, 0.0546875f}, {0.0546875f, 0.05f}})
+        run(qt, cache_dt, {2048, 1, 2, 16, 16, 128, 16}, ks, vs,
+            [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); }, true);
+      if (qt != DType::bf16) continue;
+      for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
+        run(qt, cache_dt, {16, 1, 3, 16, 16, 2, 16}, scale, scale,
+            [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); }, false);
+    }
+  // A partial last block runs every test (as PipelinedFp8CachesAtCleanScales's): 129 tokens in
+  // blocks of 64 (2 threads each), the third with one live token; +-3 x 2^-12 at scale 0.05 is
+  // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
+  run(DType::bf16, DType::e4m3, {129, 1, 2, 16, 16, 9, 16}, 0.05f, 0.05f, fill_first_candidate_misses, true);
+  EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 64);
 }
