@@ -44,6 +44,7 @@ constexpr Knob kKnobs[] = {
     {"rope.pipeline", &Tune::rope_pipeline, 0, 3},
     {"rope.clean_scales", &Tune::rope_clean_scales, 0, 1},
     {"rope.kv_split", &Tune::rope_kv_split, 0, 2},
+    {"rope.kv_rope_pipe", &Tune::rope_kv_rope_pipe, 0, 1},
     {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 999},
     {"activation.steps", &Tune::activation_steps, 1, kTuneMaxActivationSteps},
     {"activation.pipeline", &Tune::activation_pipeline, 0, kTuneMaxActivationStages},

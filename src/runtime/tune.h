@@ -151,6 +151,12 @@
 //                          loads first); below, one launch; 0 = one launch always (the fused
 //                          kernel, H200 2026-11-30: slower than rope then kv_cache_write on 28 of
 //                          44 rows of >= 16 MiB); 2 = split always (tests). Not measured on GPU
+//   rope.kv_rope_pipe=0..1  the split's k half with 16-byte vectors, rotary == D and one column
+//                          of one kv head per thread: 1 = persistent CTAs walk the tokens, each
+//                          thread copying the next token's k and v columns (cp.async) and
+//                          loading its position and slot while it finishes the current one
+//                          (kv_rope_pipe_kernel); 0 (default) = kv_rope_kernel, a thread per
+//                          token column. Not measured on GPU
 #pragma once
 #include <string>
 
@@ -182,6 +188,7 @@ struct Tune {
   int rope_pipeline = 1;
   int rope_clean_scales = 1;
   int rope_kv_split = 1;
+  int rope_kv_rope_pipe = 0;
   int activation_max_grid_y = 0;
   int activation_steps = 1;
   int activation_pipeline = 0;

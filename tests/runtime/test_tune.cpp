@@ -65,6 +65,7 @@ const std::vector<KeyCase>& key_cases() {
       {"rope.pipeline", &Tune::rope_pipeline, 1, 3, 4, "0..3"},
       {"rope.clean_scales", &Tune::rope_clean_scales, 1, 0, 2, "0..1"},
       {"rope.kv_split", &Tune::rope_kv_split, 1, 2, 3, "0..2"},
+      {"rope.kv_rope_pipe", &Tune::rope_kv_rope_pipe, 0, 1, 2, "0..1"},
   };
   return cases;
 }

@@ -111,6 +111,12 @@ int64_t kv_cache_write_bytes(const RopeProblem& p) {
   return p.T * per_token;
 }
 
+bool kv_rope_pipe_eligible(const RopeProblem& p, const RopeConfig& c) {
+  return p.Hq == 0 && p.Hk > 0 && p.kv_cache_elem_bytes > 0 && p.elem_bytes == 2 &&
+         c.vec * p.elem_bytes == kMaxAccessBytes && c.rot_cols > 0 && c.pass_cols == 0 &&
+         c.col_threads == c.rot_cols && c.head_lanes == p.Hk;
+}
+
 bool kv_split_planned(const RopeProblem& p, int setting) {
   const int64_t bytes = kv_cache_write_bytes(p);
   if (bytes == 0 || setting == 0) return false;

@@ -109,6 +109,10 @@ int64_t kv_cache_write_bytes(const RopeProblem& p);
 // 2: always. Only for rope_kv_cache_write (q, a rotation and a cache).
 inline constexpr int64_t kKvSplitMinBytes = int64_t{16} << 20;
 bool kv_split_planned(const RopeProblem& p, int setting);
+// The split's k half on the persistent kv_rope_pipe_kernel (TEJAS_TUNE rope.kv_rope_pipe):
+// no q heads, a cache, 16-bit k and v in 16-byte vectors, rotary == D (no tail columns), and one
+// column of one kv head per thread (a token's group is its Hk x rot_cols columns).
+bool kv_rope_pipe_eligible(const RopeProblem& p, const RopeConfig& c);
 
 std::string to_string(const RopeProblem& p);
 std::string to_string(const RopeConfig& c);

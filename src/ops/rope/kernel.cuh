@@ -699,6 +699,20 @@ __device__ __forceinline__ KvVector kv_vector(const RopeParams& p, int64_t it, i
   return w;
 }
 
+// The persistent kernels' look-ahead (rope_pipe_kernel, kv_pipe_kernel, kv_rope_pipe_kernel):
+// token `next`'s loads (`issue_next`: its cp.async group, then its register loads) when it is one
+// of this thread's, else an empty cp.async group, so that the current token's group is always the
+// older of two (their cp_async_wait<1>). True when `next` was issued.
+template <class F>
+__device__ __forceinline__ bool issue_ahead(const RopeParams& p, int64_t next, F&& issue_next) {
+  if (next < p.T) {
+    issue_next();
+    return true;
+  }
+  ptx::cp_async_commit();
+  return false;
+}
+
 // kv_rope_kernel's loads of column `col` of kv head h of token t: a rotary column's 2P elements of
 // k (access_offset's accesses), then v's at the same offsets; a tail column's VEC elements of each.
 // k through plain loads, not .nc: the kernel writes k's rotary dims.
@@ -795,6 +809,76 @@ __device__ __forceinline__ void kv_rope_body(const RopeParams& p) {
       kv_rope_column<S, VEC, kNeox>(p, t, col, h, pos, slot_loaded, k_scale, v_scale, clean, ek, ev);
     }
   }
+}
+
+// The rope.kv_rope_pipe variant of kv_rope_kernel (config.cpp's kv_rope_pipe_eligible: 16-byte
+// vectors, rotary == D, one column of one kv head per thread): a persistent grid whose token
+// groups walk tokens t, t + step, ... (step = gridDim.x x tokens_per_block), as kv_pipe_kernel's
+// and rope_pipe_kernel's do. While a thread stores token t's v and rotates its k from its slots
+// (stage s), token t + step's k and v columns are on their way into the other stage's slots
+// (cp.async, one commit group per token) and its position and slot into registers, so a token's
+// exposed trip is its cos/sin row alone; kv_rope_kernel's threads wait for two trips in a row
+// (k, v, slot and position; then cos/sin) and exit. Slots: [stage][k's accesses, then v's][thread]
+// 16 bytes (head_slot's layout), read back only by the thread that copied them, ordered by the
+// waits (no barrier); a stage is refilled (the token after next) only after this thread's
+// ld.shared of it, in program order. Skipped tokens' rows are read too.
+template <class S, int VEC, bool kNeox>
+__device__ __forceinline__ void kv_rope_pipe_body(const RopeParams& p) {
+  using Raw = typename S::Raw;
+  static_assert(VEC * sizeof(Raw) == kMaxAccessBytes, "16-byte k and v columns");
+  constexpr int kAccesses = 2 * kPairsPerColumn<VEC, kNeox> / VEC;  // per column: neox 2, gptj 1
+  constexpr int kSlots = 2 * kAccesses;                              // k's, then v's
+  int token, local;
+  group_position(p, token, local);
+  int h, col;
+  lane_position(p, local, h, col);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * p.tokens_per_block;
+  int64_t t = static_cast<int64_t>(blockIdx.x) * p.tokens_per_block + token;
+  // (col < rot_cols and h < Hk hold by eligibility: defensive.) Threads that leave run their
+  // share of clean_scales's tests first.
+  const bool live = t < p.T && col < p.rot_cols && h < p.Hk;
+  const int64_t i0 = static_cast<int64_t>(col) * kPairsPerColumn<VEC, kNeox>;
+  const Raw* k_src = static_cast<const Raw*>(p.k) + h * p.k_head;
+  const Raw* v_src = static_cast<const Raw*>(p.v) + h * p.v_head;
+  const auto issue = [&](int64_t tok, int st) {
+    const int64_t at = ptx::mov_opaque(tok);
+    #pragma unroll
+    for (int a = 0; a < kAccesses; ++a) {
+      const int64_t off = access_offset<kNeox, VEC>(p, i0, a);
+      ptx::cp_async_16(head_slot<kSlots, kMaxAccessBytes>(st, a), k_src + at * p.k_tok + off);
+      ptx::cp_async_16(head_slot<kSlots, kMaxAccessBytes>(st, kAccesses + a), v_src + at * p.v_tok + off);
+    }
+    ptx::cp_async_commit();
+  };
+  Loaded<int64_t> slot;
+  int64_t pos = 0;
+  if (live) {
+    issue(t, 0);
+    pos = load_position(p, 0, t);  // rope only (plan.cpp): one position row
+    load_slot(p, t, slot);
+  }
+  Loaded<float> k_scale, v_scale;  // every thread's: clean_scales's too
+  load_scale(p, p.k_scale, k_scale);
+  load_scale(p, p.v_scale, v_scale);
+  const CleanScales clean = clean_scales<S>(p, k_scale, v_scale);  // once for all the block's tokens
+  if (!live) return;  // no barriers below
+  for (int s = 0; t < p.T; t += step, s ^= 1) {
+    const int64_t next = t + step;
+    int64_t pos_next = 0;
+    Loaded<int64_t> slot_next;
+    issue_ahead(p, next, [&] {
+      issue(next, s ^ 1);
+      pos_next = load_position(p, 0, next);
+      load_slot(p, next, slot_next);
+    });
+    ptx::cp_async_wait<1>();
+    Raw kv[kSlots * VEC];  // k's column, then v's
+    read_head_slots<kSlots>(s, kv);
+    kv_rope_column<S, VEC, kNeox>(p, t, col, h, pos, slot, k_scale, v_scale, clean, kv, kv + kAccesses * VEC);
+    pos = pos_next;
+    if (next < p.T) slot = slot_next;  // (unset past the last token: not read)
+  }
+  ptx::cp_async_wait<0>();  // the trailing empty group: nothing pending at exit
 }
 
 }  // namespace impl
@@ -926,12 +1010,10 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
   for (int s = 0; t < p.T; t += step, s ^= 1) {
     const int64_t next = t + step;
     Loaded<int64_t> slot_next;
-    if (next < p.T) {
+    impl::issue_ahead(p, next, [&] {
       issue(next, s ^ 1);
       impl::load_slot(p, next, slot_next);
-    } else {
-      ptx::cp_async_commit();  // an empty group: this token's is still the older of two
-    }
+    });
     ptx::cp_async_wait<1>();
     Raw kv[2 * VEC];  // k's vector, then v's
     impl::read_head_slots<2>(s, kv);
@@ -965,6 +1047,14 @@ template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_kernel(const RopeParams p) {
   if (p.neox) impl::kv_rope_body<S, VEC, true>(p);
   else impl::kv_rope_body<S, VEC, false>(p);
+}
+
+// The rope.kv_rope_pipe variant (impl::kv_rope_pipe_body): 16-byte vectors of 16-bit k and v.
+template <class S>
+__global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_pipe_kernel(const RopeParams p) {
+  constexpr int kVec = kMaxAccessBytes / static_cast<int>(sizeof(typename S::Raw));
+  if (p.neox) impl::kv_rope_pipe_body<S, kVec, true>(p);
+  else impl::kv_rope_pipe_body<S, kVec, false>(p);
 }
 
 // grid: ceil(T / tokens_per_block); block: col_threads * head_lanes * tokens_per_block threads.
@@ -1100,13 +1190,11 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const Ro
     const int64_t next = t + step;
     int64_t pos_next = 0;
     Loaded<int64_t> slot_next;
-    if (next < p.T) {
+    impl::issue_ahead(p, next, [&] {
       issue(next, s ^ 1);
       pos_next = impl::load_position(p, row, next);
       if constexpr (kKv) impl::load_slot(p, next, slot_next);
-    } else {
-      ptx::cp_async_commit();  // an empty group: this token's is still the older of two
-    }
+    });
     if (p.neox) impl::rotate_staged<S, VEC, true, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos, clean.k);
     else impl::rotate_staged<S, VEC, false, kHeads, kKv>(p, t, col, lane, slot, s * kHeads, pos, clean.k);
     if constexpr (kKv) {

@@ -4,7 +4,7 @@
 // rope.head_stage kernels, 16-byte widths x 1 or 2 heads: six more; and kv_cache_write's
 // loads-first kernels, bf16 and f16 x three widths: six; and the rope.pipeline kernels, ten, and
 // kv_cache_write's two; and the wide step's (config.h's kPipeWideHeads), three; and
-// rope_kv_cache_write's split k half (rope.kv_split), six.
+// rope_kv_cache_write's split k half (rope.kv_split), six, and its persistent form, two.
 #pragma once
 #include "ops/rope/kernel.cuh"
 #include "ops/rope/plan.h"
@@ -107,9 +107,17 @@ inline KernelFn select_kv_rope_kernel(DType dtype, int vec) {
     default: return nullptr;
   }
 }
+// Its persistent form (rope.kv_rope_pipe; 16-byte vectors), two.
+inline KernelFn select_kv_rope_pipe_kernel(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return kv_rope_pipe_kernel<Bf16>;
+    case DType::f16: return kv_rope_pipe_kernel<F16>;
+    default: return nullptr;
+  }
+}
 // The launch's kernel: the split's k half, the pipelined one, or select_kernel's.
 inline KernelFn kernel_of(const RopeLaunch& l) {
-  if (l.k_half) return select_kv_rope_kernel(l.dtype, l.config.vec);
+  if (l.k_half) return l.pipeline ? select_kv_rope_pipe_kernel(l.dtype) : select_kv_rope_kernel(l.dtype, l.config.vec);
   if (l.pipeline && l.params.kv_loads_first) return select_kv_pipe_kernel(l.dtype);
   if (l.pipeline) return select_pipe_kernel(l.dtype, l.config.heads_in_flight, l.params.kv_kind != KvKind::none);
   return select_kernel(l.dtype, l.config.vec, kernel_heads_in_flight(l), l.params.head_stage, l.params.kv_loads_first);

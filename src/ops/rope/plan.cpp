@@ -157,6 +157,12 @@ RopeLaunch plan_launch(const RopeArgs& a) {
     l.pipeline = true;
     l.smem_bytes = static_cast<size_t>(2 * 2 * int64_t{c.threads} * kMaxAccessBytes);
   }
+  // rope.kv_rope_pipe: the split's k half persistent (kv_rope_pipe_kernel): two stages of a k and
+  // a v column per thread (two 16-byte accesses each for neox, one for gptj).
+  if (l.k_half && detail::tune().rope_kv_rope_pipe != 0 && kv_rope_pipe_eligible(pr, c)) {
+    l.pipeline = true;
+    l.smem_bytes = static_cast<size_t>(2 * 2 * head_accesses(c, pr.interleaved) * int64_t{c.threads} * kMaxAccessBytes);
+  }
   p.kv_kind = kv;
   // rope.clean_scales (kernel.cuh's clean_scales): fp8 caches with 16-bit k and v, in the kernels
   // that check (kv_write_kernel, kv_rope_kernel and the persistent ones), in blocks of
@@ -183,8 +189,8 @@ RopeLaunch without_pipeline(const RopeLaunch& planned) {
   RopeLaunch l = planned;
   if (!l.pipeline) return l;
   l.pipeline = false;
-  l.smem_bytes = l.params.kv_loads_first ? 0 : l.smem_bytes / 2;
-  l.params.clean_scales = l.params.clean_scales && l.params.kv_loads_first;
+  l.smem_bytes = l.params.kv_loads_first || l.k_half ? 0 : l.smem_bytes / 2;
+  l.params.clean_scales = l.params.clean_scales && (l.params.kv_loads_first || l.k_half);
   return l;
 }
 
@@ -216,7 +222,7 @@ RopeLaunch last_q_launch() { return g_last_q_launch; }
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
   if (backend == Backend::emulator) detail::begin_emulator_call();
   const RopeLaunch l = plan_launch(a);
-  g_last_q_launch = RopeLaunch{};
+  g_last_launch = g_last_q_launch = RopeLaunch{};
   if (!a.q.defined() || a.mrope || !kv_split_planned(l.problem, detail::tune().rope_kv_split))
     return run_launch(op, ctx, backend, a, l, &g_last_launch);
   // rope_kv_cache_write split (config.h's kv_split_planned): q rotated by plain rope's kernel, then

@@ -53,7 +53,8 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
 
 // The launch a pipelined plan falls back to when the GPU's occupancy query fails (launch.cu):
 // the same config's staged kernel with one stage of slots, or, from kv_cache_write's
-// kv_pipe_kernel, the loads-first kernel without shared memory. The staged kernel that rotates
+// kv_pipe_kernel, the loads-first kernel without shared memory, or, from the split's
+// kv_rope_pipe_kernel, kv_rope_kernel (no shared memory). The staged kernel that rotates
 // (rope_kernel) does not check clean multipliers; kv_write_kernel does. Other plans: unchanged.
 RopeLaunch without_pipeline(const RopeLaunch& l);
 

@@ -43,14 +43,16 @@ inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
 
 // A rope-family tune: `heads` heads' loads in flight per thread (0: per op), the first step's
 // heads staged through shared memory (cp.async) or not, the head prefetch into L2 on or off, on
-// the one-token-per-thread kernels (rope.pipeline=0: the tests of the pipelined kernel set it);
-// every other key at its default.
+// the one-token-per-thread kernels (rope.pipeline=0: the tests of the pipelined kernel set it),
+// rope_kv_cache_write in one launch at every size (rope.kv_split=0: these tunes time the fused
+// kernels, whose GPU cases reach 16 MiB); every other key at its default.
 inline detail::Tune rope_tune(int heads, int stage, int head_prefetch = 0) {
   detail::Tune t;
   t.rope_heads = heads;
   t.rope_head_stage = stage;
   t.rope_head_prefetch = head_prefetch;
   t.rope_pipeline = 0;
+  t.rope_kv_split = 0;
   return t;
 }
 // rope.heads=2 (half the head lanes; the per-op default of the rotating ops, staged).

@@ -186,8 +186,6 @@ TEST(RopeConfig, SmallGroupsShareBlocksAndHugeRowsLoop) {
   EXPECT_LE(c.threads, kMaxGroupThreads);
 }
 
-// The planner's alignments come from detail::access_alignment (tests/runtime/test_alignment.cpp);
-// these are the views rope sees.
 // rope_kv_cache_write's fewest bytes (docs/kernels/rope_kv_cache_write.md's table: Llama-3.1-8B
 // 27.1 KB per token with a bf16 cache, 25.1 KB with e4m3) and the split's threshold, 16 MiB:
 // T = 618 tokens is the first at or above it with a bf16 cache. Settings 0 (never) and 2 (always);
@@ -233,6 +231,8 @@ TEST(RopeConfig, KvSplitFromSixteenMiB) {
   }
 }
 
+// The planner's alignments come from detail::access_alignment (tests/runtime/test_alignment.cpp);
+// these are the views rope sees.
 TEST(RopeConfig, AlignmentOfViews) {
   using detail::access_alignment;
   alignas(16) static uint16_t buf[64];

@@ -15,6 +15,7 @@
 #include "ops/rope/kv_cache_test_util.h"
 #include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -107,32 +108,52 @@ TEST(RopeHostileInputs, MropeOutOfRangePositionLeavesItsSectionUnrotated) {
   }
 }
 
-// The KV-cache write: a bad position leaves k unrotated but still cached; every negative slot
-// skips; the rest as the reference.
+// The KV-cache write: a bad position (INT64_MIN, max_pos, -1) leaves k unrotated but still
+// cached; every negative slot (-2, INT64_MIN) and one past the cache (num_slots + 3) skips; the
+// rest as the reference. In one launch (rope.kv_split=0: the fused kernel) and split (2: plain
+// rope on q, then kv_rope_kernel, or kv_rope_pipe_kernel with rope.kv_rope_pipe=1), over both
+// styles and shapes that reach each k-half path: 16-byte columns, k-tail columns, one-element
+// columns (D = 9: vec 1; gptj loads a pair as two scalars), 70 kv heads on 64 head lanes.
 TEST(RopeHostileInputs, KvCacheWriteBadPositionsAndNegativeSlots) {
   TEJAS_SEEDED_TEST_RNG();
-  const KvShape s{6, 4, 2, 64, 64, 4, 4};
-  for (DType cache_dt : {DType::bf16, DType::e4m3}) {
-    SCOPED_TRACE(dtype_name(cache_dt));
-    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0);
-    b.pos.set_bits_flat(0, static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
-    b.pos.set_bits_flat(3, static_cast<uint64_t>(kMaxPos));
-    b.slots.set_bits_flat(1, static_cast<uint64_t>(int64_t{-2}));
-    b.slots.set_bits_flat(4, static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
-    KvBuffers want = b;
-    want.pos.set_bits_flat(0, 0);
-    want.pos.set_bits_flat(3, 0);
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), want.pos, want.q, want.k, want.v, want.cache,
-                                        RopeStyle::neox, want.slots, want.paged()));
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                        RopeStyle::neox, b.slots, b.paged()));
-    expect_close(b.q, want.q, "q");
-    expect_close(b.k, want.k, "k");
-    // v's cache is the reference's bit for bit (copied, or encoded exactly); k's holds enc(k as
-    // the kernel stored it) in the rows of cached tokens; skipped rows keep their poison.
-    for (int64_t i = 0; i < b.v_cache.numel(); ++i)
-      ASSERT_EQ(b.v_cache.bits_flat(i), want.v_cache.bits_flat(i)) << "v_cache element " << i;
-    ropetest::check_cache(b.k_cache, b.k, b.slots, b.k_scale, s, "k_cache");
+  const KvShape shapes[] = {{6, 4, 2, 64, 64, 4, 4}, {6, 2, 3, 48, 16, 4, 4}, {6, 2, 3, 9, 8, 4, 4},
+                            {6, 1, 70, 16, 16, 4, 4}};
+  for (int setting : {0, 2, 3}) {
+    detail::Tune t;
+    t.rope_kv_split = setting == 0 ? 0 : 2;
+    t.rope_kv_rope_pipe = setting == 3;
+    const detail::ScopedTuneOverride tune(t);
+    for (const KvShape& s : shapes)
+      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
+        for (DType cache_dt : {DType::bf16, DType::e4m3}) {
+          SCOPED_TRACE(::testing::Message() << "rope.kv_split=" << t.rope_kv_split << " rope.kv_rope_pipe="
+                                            << t.rope_kv_rope_pipe << " " << dtype_name(cache_dt) << " D=" << s.D
+                                            << " rotary=" << s.rotary << " Hk=" << s.Hk
+                                            << (style == RopeStyle::neox ? " neox" : " gptj"));
+          KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 0);
+          b.pos.set_bits_flat(0, static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
+          b.pos.set_bits_flat(3, static_cast<uint64_t>(kMaxPos));
+          b.pos.set_bits_flat(5, static_cast<uint64_t>(int64_t{-1}));
+          b.slots.set_bits_flat(1, static_cast<uint64_t>(int64_t{-2}));
+          b.slots.set_bits_flat(4, static_cast<uint64_t>(std::numeric_limits<int64_t>::min()));
+          b.slots.set_bits_flat(2, static_cast<uint64_t>(s.num_blocks * s.block_size + 3));
+          KvBuffers want = b;
+          for (int64_t tok : {0, 3, 5}) want.pos.set_bits_flat(tok, 0);
+          want.slots.set_bits_flat(2, static_cast<uint64_t>(int64_t{-1}));  // the reference's skip
+          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), want.pos, want.q, want.k, want.v, want.cache,
+                                              style, want.slots, want.paged()));
+          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                              style, b.slots, b.paged()));
+          EXPECT_EQ(rotary::last_launch().k_half, setting != 0);
+          EXPECT_EQ(detail::last_emulator_reports().size(), setting == 0 ? 1u : 2u);
+          expect_close(b.q, want.q, "q");
+          expect_close(b.k, want.k, "k");
+          // v's cache is the reference's bit for bit (copied, or encoded exactly); k's holds enc(k
+          // as the kernel stored it) in the rows of cached tokens; skipped rows keep their poison.
+          for (int64_t i = 0; i < b.v_cache.numel(); ++i)
+            ASSERT_EQ(b.v_cache.bits_flat(i), want.v_cache.bits_flat(i)) << "v_cache element " << i;
+          ropetest::check_cache(b.k_cache, b.k, want.slots, b.k_scale, s, "k_cache");
+        }
   }
 }
 

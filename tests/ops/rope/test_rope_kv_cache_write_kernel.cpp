@@ -566,7 +566,10 @@ void expect_split(const KvShape& s) {
   EXPECT_EQ(k.problem.Hq, 0);
   EXPECT_EQ(k.problem.Hk, s.Hk);
   EXPECT_EQ(k.problem.rotary_dim, s.rotary);
-  EXPECT_FALSE(k.pipeline || k.params.head_stage || k.params.kv_loads_first);
+  EXPECT_FALSE(k.params.head_stage || k.params.kv_loads_first);
+  if (detail::tune().rope_kv_rope_pipe == 0) {
+    EXPECT_FALSE(k.pipeline) << "kv_rope_kernel";
+  }
   // Blocks of about 128 threads (config.h's kKvRopeBlockThreads), or one token's group.
   const int group = k.config.col_threads * k.config.head_lanes;
   EXPECT_LE(k.config.threads, std::max(rotary::kKvRopeBlockThreads, group));
@@ -582,11 +585,13 @@ void expect_split(const KvShape& s) {
 // test_rope_config.cpp's KvSplitFromSixteenMiB): every shape and variant of run_all, and shapes
 // whose k half walks: 67 kv heads of 8 columns (64 head lanes: three lanes take two heads), one
 // head of D = 16384 (1024 rotary columns over 512 threads: two each), and of D = 16384 with a
-// rotary of 8192 (512 rotary and 1024 tail columns: each thread one rotary and two tail
-// columns, or gptj's three and... as its config walks them). Emulator, and the GPU when present.
+// rotary of 8192 (512 rotary and 1024 tail columns over 512 threads), and D = 9 with a rotary of 8
+// (one-element columns: gptj's pairs loaded as two scalars, one tail column). Emulator, and the
+// GPU when present.
 TEST(RopeKvCacheWriteKernel, SplitMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  const KvShape walking[] = {{3, 2, 67, 128, 128, 2, 4}, {2, 1, 1, 16384, 16384, 2, 1}, {3, 2, 1, 16384, 8192, 2, 2}};
+  const KvShape walking[] = {{3, 2, 67, 128, 128, 2, 4}, {2, 1, 1, 16384, 16384, 2, 1}, {3, 2, 1, 16384, 8192, 2, 2},
+                             {5, 2, 3, 9, 8, 2, 4}};
   ropetest::run_tuned({kv_split(2)}, [&](Backend b) {
     for (const KvShape& s : kShapes)
       for (const Variant& var : variants()) {
@@ -634,7 +639,11 @@ TEST(RopeKvCacheWriteKernel, SplitOffAndBelowItsThreshold) {
 // next request finds in L1, test_sectors_at_ideal.cpp).
 TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride tune(kv_split(2));
+  for (int pipe : {0, 1}) {
+  SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
+  detail::Tune t = kv_split(2);
+  t.rope_kv_rope_pipe = pipe;
+  const detail::ScopedTuneOverride tune(t);
   const KvShape s{4, 8, 2, 128, 128, 2, 16};
   KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::bf16, kMaxPos, 4);
   for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
@@ -652,9 +661,11 @@ TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
   EXPECT_TRUE(reps[1].ok()) << reps[1].summary();
   EXPECT_EQ(k.global_bytes_read_unique, 2 * s.T * s.Hk * row + cos + pos + s.T * 8 + 2 * 4);
   EXPECT_EQ(k.global_bytes_written_unique, s.T * s.Hk * row + 2 * cached * s.Hk * s.D);  // k, then fp8 rows
+  EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1);
   for (const emu::LaunchReport& r : reps) {
     EXPECT_EQ(r.counters.bank_conflict_wavefronts(), 0u);
-    EXPECT_EQ(r.counters.cp_async_bytes, &r == &reps[0] ? s.T * s.Hq * s.rotary * 2 : 0u) << "the q half stages q";
+    // The q half stages q; the persistent k half copies k and v through its slots, each byte once.
+    EXPECT_EQ(r.counters.cp_async_bytes, &r == &reps[0] ? s.T * s.Hq * s.rotary * 2 : pipe * 2 * s.T * s.Hk * row);
   }
   // Both halves' loads and stores at the ideal sectors: k and v's 16-byte columns read by
   // consecutive threads (a head's 8 columns: 128 contiguous bytes of each half), the cache rows
@@ -662,6 +673,7 @@ TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
   for (const emu::LaunchReport& r : reps) {
     EXPECT_EQ(r.counters.excess_load_sectors(), 0u);
     EXPECT_EQ(r.counters.excess_store_sectors(), 0u);
+  }
   }
 }
 
@@ -672,7 +684,11 @@ TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
 // unrotated, so k and v both carry the values into the caches; every code is the exact quotient's.
 TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
   TEJAS_SEEDED_TEST_RNG();
-  const detail::ScopedTuneOverride tune(kv_split(2));
+  for (int pipe : {0, 1}) {
+  SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
+  detail::Tune t = kv_split(2);
+  t.rope_kv_rope_pipe = pipe;
+  const detail::ScopedTuneOverride tune(t);
   const auto run = [&](DType qt, DType cache_dt, const KvShape& s, float k_scale, float v_scale, const auto& fill,
                        bool clean) {
     SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " T=" << s.T
@@ -683,6 +699,7 @@ TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
     TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                         RopeStyle::neox, b.slots, b.paged()));
     EXPECT_TRUE(rotary::last_launch().k_half);
+    EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1) << "D = 16: eligible";
     EXPECT_EQ(rotary::last_launch().params.clean_scales, clean) << "the check planned";
     ropetest::expect_clean_events(b);
     ropetest::check_caches(b, s);
@@ -707,4 +724,44 @@ TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
   // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
   run(DType::bf16, DType::e4m3, {129, 1, 2, 16, 16, 9, 16}, 0.05f, 0.05f, fill_first_candidate_misses, true);
   EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 64);
+  }
+}
+
+// rope.kv_rope_pipe=1 (the split's k half persistent: 3 CTAs on the emulator, so these shapes
+// walk several tokens per CTA, skipped tokens among them; rotary == D and 16-byte vectors, both
+// styles): every such case plans kv_rope_pipe_kernel; every run_all case runs under the tune too
+// (partial rotary and narrower vectors plan kv_rope_kernel). Then the occupancy fallback
+// (rotary::without_pipeline, as on a GPU whose query failed): kv_rope_kernel, no shared memory,
+// the clean-multiplier check kept. Emulator, and the GPU when present.
+TEST(RopeKvCacheWriteKernel, SplitPipelineMatchesReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  const KvShape pipe_shapes[] = {{40, 4, 2, 64, 64, 6, 8}, {29, 8, 2, 128, 128, 4, 16}, {1, 2, 1, 64, 64, 1, 4},
+                                 {33, 3, 3, 32, 32, 5, 8}};
+  detail::Tune t = kv_split(2);
+  t.rope_kv_rope_pipe = 1;
+  ropetest::run_tuned({t}, [&](Backend b) {
+    int pipelined = 0, cases = 0;
+    for (const KvShape& s : pipe_shapes)
+      for (const Variant& var : variants()) {
+        run_case(rng, s, var, b);
+        expect_split(s);
+        ++cases;
+        pipelined += rotary::last_launch().pipeline;
+      }
+    if (b == Backend::emulator) {
+      EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines its k half";
+    }
+    // ~1000 blocks' worth of tokens on the GPU: its CTAs walk tokens there too.
+    if (b == Backend::cuda) run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+    run_all(rng, b);
+  });
+  const detail::ScopedTuneOverride tune(t);
+  const rotary::ScopedPipelineFallback fallback;
+  for (const Variant& var : variants()) {
+    run_case(rng, pipe_shapes[1], var, Backend::emulator);
+    const rotary::RopeLaunch l = rotary::last_launch();
+    EXPECT_TRUE(l.k_half);
+    EXPECT_FALSE(l.pipeline);
+    EXPECT_EQ(l.smem_bytes, 0u);
+  }
 }
