@@ -558,6 +558,14 @@ detail::Tune kv_split(int setting) {
   return t;
 }
 
+// rope.kv_split=2 (split at every size), the k half on kv_rope_kernel (pipe 0) or on
+// kv_rope_pipe_kernel where eligible (pipe 1: rope.kv_rope_pipe=1).
+detail::Tune split_at_every_size(int pipe) {
+  detail::Tune t = kv_split(2);
+  t.rope_kv_rope_pipe = pipe;
+  return t;
+}
+
 // The last call ran split: its q half plain rope on q alone, its k half kv_rope_kernel on k alone
 // (the q half pipelined where plain rope pipelines, rotary == D among them).
 void expect_split(const KvShape& s) {
@@ -640,40 +648,38 @@ TEST(RopeKvCacheWriteKernel, SplitOffAndBelowItsThreshold) {
 TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
   TEJAS_SEEDED_TEST_RNG();
   for (int pipe : {0, 1}) {
-  SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
-  detail::Tune t = kv_split(2);
-  t.rope_kv_rope_pipe = pipe;
-  const detail::ScopedTuneOverride tune(t);
-  const KvShape s{4, 8, 2, 128, 128, 2, 16};
-  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::bf16, kMaxPos, 4);
-  for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
-  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                      RopeStyle::neox, b.slots, b.paged()));
-  const std::vector<emu::LaunchReport>& reps = detail::last_emulator_reports();
-  ASSERT_EQ(reps.size(), 2u) << "two launches";
-  const uint64_t cached = s.T - 1, row = s.D * 2;  // bf16 rows; make_kv_buffers skips every 4th token
-  const uint64_t cos = s.T * s.rotary * 2, pos = s.T * 8;  // bf16 rows, i64 positions (make_kv_buffers)
-  const emu::Counters& q = reps[0].counters;
-  EXPECT_TRUE(reps[0].ok()) << reps[0].summary();
-  EXPECT_EQ(q.global_bytes_read_unique, s.T * s.Hq * row + cos + pos);
-  EXPECT_EQ(q.global_bytes_written_unique, s.T * s.Hq * row);
-  const emu::Counters& k = reps[1].counters;
-  EXPECT_TRUE(reps[1].ok()) << reps[1].summary();
-  EXPECT_EQ(k.global_bytes_read_unique, 2 * s.T * s.Hk * row + cos + pos + s.T * 8 + 2 * 4);
-  EXPECT_EQ(k.global_bytes_written_unique, s.T * s.Hk * row + 2 * cached * s.Hk * s.D);  // k, then fp8 rows
-  EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1);
-  for (const emu::LaunchReport& r : reps) {
-    EXPECT_EQ(r.counters.bank_conflict_wavefronts(), 0u);
-    // The q half stages q; the persistent k half copies k and v through its slots, each byte once.
-    EXPECT_EQ(r.counters.cp_async_bytes, &r == &reps[0] ? s.T * s.Hq * s.rotary * 2 : pipe * 2 * s.T * s.Hk * row);
-  }
-  // Both halves' loads and stores at the ideal sectors: k and v's 16-byte columns read by
-  // consecutive threads (a head's 8 columns: 128 contiguous bytes of each half), the cache rows
-  // written the same way.
-  for (const emu::LaunchReport& r : reps) {
-    EXPECT_EQ(r.counters.excess_load_sectors(), 0u);
-    EXPECT_EQ(r.counters.excess_store_sectors(), 0u);
-  }
+    SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
+    const detail::ScopedTuneOverride tune(split_at_every_size(pipe));
+    const KvShape s{4, 8, 2, 128, 128, 2, 16};
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, DType::e4m3, DType::bf16, kMaxPos, 4);
+    for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, static_cast<double>(3 * t + 1));  // distinct
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                        RopeStyle::neox, b.slots, b.paged()));
+    const std::vector<emu::LaunchReport>& reps = detail::last_emulator_reports();
+    ASSERT_EQ(reps.size(), 2u) << "two launches";
+    const uint64_t cached = s.T - 1, row = s.D * 2;  // bf16 rows; make_kv_buffers skips every 4th token
+    const uint64_t cos = s.T * s.rotary * 2, pos = s.T * 8;  // bf16 rows, i64 positions (make_kv_buffers)
+    const emu::Counters& q = reps[0].counters;
+    EXPECT_TRUE(reps[0].ok()) << reps[0].summary();
+    EXPECT_EQ(q.global_bytes_read_unique, s.T * s.Hq * row + cos + pos);
+    EXPECT_EQ(q.global_bytes_written_unique, s.T * s.Hq * row);
+    const emu::Counters& k = reps[1].counters;
+    EXPECT_TRUE(reps[1].ok()) << reps[1].summary();
+    EXPECT_EQ(k.global_bytes_read_unique, 2 * s.T * s.Hk * row + cos + pos + s.T * 8 + 2 * 4);
+    EXPECT_EQ(k.global_bytes_written_unique, s.T * s.Hk * row + 2 * cached * s.Hk * s.D);  // k, then fp8 rows
+    EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1);
+    for (const emu::LaunchReport& r : reps) {
+      EXPECT_EQ(r.counters.bank_conflict_wavefronts(), 0u);
+      // The q half stages q; the persistent k half copies k and v through its slots, each byte once.
+      EXPECT_EQ(r.counters.cp_async_bytes, &r == &reps[0] ? s.T * s.Hq * s.rotary * 2 : pipe * 2 * s.T * s.Hk * row);
+    }
+    // Both halves' loads and stores at the ideal sectors: k and v's 16-byte columns read by
+    // consecutive threads (a head's 8 columns: 128 contiguous bytes of each half), the cache rows
+    // written the same way.
+    for (const emu::LaunchReport& r : reps) {
+      EXPECT_EQ(r.counters.excess_load_sectors(), 0u);
+      EXPECT_EQ(r.counters.excess_store_sectors(), 0u);
+    }
   }
 }
 
@@ -685,45 +691,43 @@ TEST(RopeKvCacheWriteKernel, SplitMovesOnlyCompulsoryBytes) {
 TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
   TEJAS_SEEDED_TEST_RNG();
   for (int pipe : {0, 1}) {
-  SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
-  detail::Tune t = kv_split(2);
-  t.rope_kv_rope_pipe = pipe;
-  const detail::ScopedTuneOverride tune(t);
-  const auto run = [&](DType qt, DType cache_dt, const KvShape& s, float k_scale, float v_scale, const auto& fill,
-                       bool clean) {
-    SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " T=" << s.T
-                                      << " scales " << k_scale << ", " << v_scale);
-    KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, k_scale, v_scale);
-    fill(b);
-    for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                        RopeStyle::neox, b.slots, b.paged()));
-    EXPECT_TRUE(rotary::last_launch().k_half);
-    EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1) << "D = 16: eligible";
-    EXPECT_EQ(rotary::last_launch().params.clean_scales, clean) << "the check planned";
-    ropetest::expect_clean_events(b);
-    ropetest::check_caches(b, s);
-  };
-  for (DType qt : {DType::bf16, DType::f16})
-    for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
-      const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
-      ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
-      const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 47) / 48);
-      run(qt, cache_dt, {T, 1, 3, 16, 16, T, 1}, h.scale, h.scale,
-          [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); }, false);
-      for (const auto& [ks, vs] : {std::pair{0.05f, 0.02f}, {0.02f, 0.0546875f}, {0.0546875f, 0.05f}})
-        run(qt, cache_dt, {2048, 1, 2, 16, 16, 128, 16}, ks, vs,
-            [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); }, true);
-      if (qt != DType::bf16) continue;
-      for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
-        run(qt, cache_dt, {16, 1, 3, 16, 16, 2, 16}, scale, scale,
-            [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); }, false);
-    }
-  // A partial last block runs every test (as PipelinedFp8CachesAtCleanScales's): 129 tokens in
-  // blocks of 64 (2 threads each), the third with one live token; +-3 x 2^-12 at scale 0.05 is
-  // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
-  run(DType::bf16, DType::e4m3, {129, 1, 2, 16, 16, 9, 16}, 0.05f, 0.05f, fill_first_candidate_misses, true);
-  EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 64);
+    SCOPED_TRACE(::testing::Message() << "rope.kv_rope_pipe=" << pipe);
+    const detail::ScopedTuneOverride tune(split_at_every_size(pipe));
+    const auto run = [&](DType qt, DType cache_dt, const KvShape& s, float k_scale, float v_scale, const auto& fill,
+                         bool clean) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " -> " << dtype_name(cache_dt) << " T=" << s.T
+                                        << " scales " << k_scale << ", " << v_scale);
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, k_scale, v_scale);
+      fill(b);
+      for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
+      TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                          RopeStyle::neox, b.slots, b.paged()));
+      EXPECT_TRUE(rotary::last_launch().k_half);
+      EXPECT_EQ(rotary::last_launch().pipeline, pipe == 1) << "D = 16: eligible";
+      EXPECT_EQ(rotary::last_launch().params.clean_scales, clean) << "the check planned";
+      ropetest::expect_clean_events(b);
+      ropetest::check_caches(b, s);
+    };
+    for (DType qt : {DType::bf16, DType::f16})
+      for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
+        const ropetest::HardValues h = ropetest::hard_values(qt, cache_dt);
+        ASSERT_FALSE(h.values.empty()) << "no value to test: the scan found none for any scale";
+        const int64_t T = std::min<int64_t>(64, (static_cast<int64_t>(h.values.size()) + 47) / 48);
+        run(qt, cache_dt, {T, 1, 3, 16, 16, T, 1}, h.scale, h.scale,
+            [&](KvBuffers& b) { ropetest::fill_hard(b.k, b.v, h.values); }, false);
+        for (const auto& [ks, vs] : {std::pair{0.05f, 0.02f}, {0.02f, 0.0546875f}, {0.0546875f, 0.05f}})
+          run(qt, cache_dt, {2048, 1, 2, 16, 16, 128, 16}, ks, vs,
+              [&](KvBuffers& b) { ropetest::fill_every_value(b.k, b.v, qt); }, true);
+        if (qt != DType::bf16) continue;
+        for (float scale : {0x1p-149f, 1e-39f, std::bit_cast<float>(0x003C3C3Cu), 0x1p-8f, 0.37f, 0x1p127f, 3.4e38f})
+          run(qt, cache_dt, {16, 1, 3, 16, 16, 2, 16}, scale, scale,
+              [&](KvBuffers& b) { ropetest::fill_scaled_ties(b.k, b.v, scale, rng); }, false);
+      }
+    // A partial last block runs every test (as PipelinedFp8CachesAtCleanScales's): 129 tokens in
+    // blocks of 64 (2 threads each), the third with one live token; +-3 x 2^-12 at scale 0.05 is
+    // written wrong by the first candidate, which a check of the live threads' tests alone would pick.
+    run(DType::bf16, DType::e4m3, {129, 1, 2, 16, 16, 9, 16}, 0.05f, 0.05f, fill_first_candidate_misses, true);
+    EXPECT_EQ(rotary::last_launch().config.tokens_per_block, 64);
   }
 }
 
@@ -737,8 +741,7 @@ TEST(RopeKvCacheWriteKernel, SplitPipelineMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const KvShape pipe_shapes[] = {{40, 4, 2, 64, 64, 6, 8}, {29, 8, 2, 128, 128, 4, 16}, {1, 2, 1, 64, 64, 1, 4},
                                  {33, 3, 3, 32, 32, 5, 8}};
-  detail::Tune t = kv_split(2);
-  t.rope_kv_rope_pipe = 1;
+  const detail::Tune t = split_at_every_size(1);
   ropetest::run_tuned({t}, [&](Backend b) {
     int pipelined = 0, cases = 0;
     for (const KvShape& s : pipe_shapes)
