@@ -598,12 +598,18 @@ __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, in
   }
 }
 
+// The first element of k's non-rotary tail column pc (rotary_dim + pc x VEC), in a head row.
+template <int VEC>
+__device__ __forceinline__ int64_t tail_offset(const RopeParams& p, int pc) {
+  return 2 * p.half + static_cast<int64_t>(pc) * VEC;
+}
+
 // k's non-rotary tail, column `pc` (elements rotary_dim + pc * VEC ...), copied to the cache.
 template <class S, int VEC>
 __device__ __forceinline__ void copy_k_tail(const RopeParams& p, int64_t t, int pc, int lane,
                                             int64_t slot TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
-  const int64_t d0 = 2 * p.half + static_cast<int64_t>(pc) * VEC;
+  const int64_t d0 = tail_offset<VEC>(p, pc);
   Loaded<float> k_scale;
   load_scale(p, p.k_scale, k_scale TEJAS_NESTED_SITE);
   for (int64_t h = lane; h < p.Hk; h += p.head_lanes) {
@@ -702,15 +708,11 @@ __device__ __forceinline__ KvVector kv_vector(const RopeParams& p, int64_t it, i
 // The persistent kernels' look-ahead (rope_pipe_kernel, kv_pipe_kernel, kv_rope_pipe_kernel):
 // token `next`'s loads (`issue_next`: its cp.async group, then its register loads) when it is one
 // of this thread's, else an empty cp.async group, so that the current token's group is always the
-// older of two (their cp_async_wait<1>). True when `next` was issued.
+// older of two (their cp_async_wait<1>).
 template <class F>
-__device__ __forceinline__ bool issue_ahead(const RopeParams& p, int64_t next, F&& issue_next) {
-  if (next < p.T) {
-    issue_next();
-    return true;
-  }
-  ptx::cp_async_commit();
-  return false;
+__device__ __forceinline__ void issue_ahead(const RopeParams& p, int64_t next, F&& issue_next) {
+  if (next < p.T) issue_next();
+  else ptx::cp_async_commit();
 }
 
 // kv_rope_kernel's loads of column `col` of kv head h of token t: a rotary column's 2P elements of
@@ -725,7 +727,7 @@ __device__ __forceinline__ void kv_rope_loads(const RopeParams& p, int64_t t, in
   const Raw* k_row = static_cast<const Raw*>(p.k) + t * p.k_tok + h * p.k_head;
   const Raw* v_row = static_cast<const Raw*>(p.v) + t * p.v_tok + h * p.v_head;
   if (col >= p.rot_cols) {
-    const int64_t d0 = 2 * p.half + static_cast<int64_t>(col - p.rot_cols) * VEC;
+    const int64_t d0 = tail_offset<VEC>(p, col - p.rot_cols);
     load_vec<VEC>(k_row + d0, ek TEJAS_NESTED_SITE);
     load_vec<VEC, true>(v_row + d0, ev TEJAS_NESTED_SITE);
     return;
@@ -752,7 +754,7 @@ __device__ __forceinline__ void kv_rope_column(const RopeParams& p, int64_t t, i
   if (col >= p.rot_cols) {  // a tail column
     const int64_t slot = slot_at(p, slot_loaded);
     if (slot < 0) return;
-    const int64_t d0 = 2 * p.half + static_cast<int64_t>(col - p.rot_cols) * VEC;
+    const int64_t d0 = tail_offset<VEC>(p, col - p.rot_cols);
     store_cache<S, VEC>(p, p.k_cache, cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h) + d0,
                         k_scale, clean.k, ek TEJAS_NESTED_SITE);
     store_cache<S, VEC, true>(p, p.v_cache, cache_offset(slot, p.block_div, p.vc_block, p.vc_slot, p.vc_head, h) + d0,
