@@ -34,6 +34,7 @@ constexpr Knob kKnobs[] = {
     {"quant.fast_convert", &Tune::quant_fast_convert, 0, 1},
     {"quant.tie_bias", &Tune::quant_tie_bias, 0, 1},
     {"quant.clean_table", &Tune::quant_clean_table, 0, 1},
+    {"quant.linear", &Tune::quant_linear, 0, 1},
     {"dequant.steps", &Tune::dequant_steps, 1, kTuneMaxDequantSteps},
     {"rope.heads", &Tune::rope_heads, 0, kTuneMaxRopeHeads},
     {"rope.v_prefetch", &Tune::rope_v_prefetch, 0, 1},

@@ -30,6 +30,11 @@
 //                          for every block scale at the tensor scale (clean_multiplier.h), so
 //                          groups with one need no near-midpoint filter and no reciprocal; 0 =
 //                          version 5. Not measured on GPU
+//   quant.linear=0..1      the vectorized quant kernels (quant_fp8_group, quant_mx): 1 (default)
+//                          = where x's, q's and the scales' rows lie end to end (or there is
+//                          one row), each group placed from its index alone; 0 = from its row and
+//                          its group in the row, as for strided rows (the same codes; not
+//                          measured on GPU: docs/kernels/quant_mx.md, version 8)
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most
@@ -178,6 +183,7 @@ struct Tune {
   int quant_fast_convert = 1;
   int quant_tie_bias = 1;
   int quant_clean_table = 1;
+  int quant_linear = 1;
   int dequant_steps = 2;
   int rope_heads = 0;  // 0: per op (plan.cpp)
   int rope_v_prefetch = 0;

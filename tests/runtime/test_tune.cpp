@@ -47,6 +47,7 @@ const std::vector<KeyCase>& key_cases() {
       {"quant.fast_convert", &Tune::quant_fast_convert, 1, 0, 2, "0..1"},
       {"quant.tie_bias", &Tune::quant_tie_bias, 1, 0, 2, "0..1"},
       {"quant.clean_table", &Tune::quant_clean_table, 1, 0, 2, "0..1"},
+      {"quant.linear", &Tune::quant_linear, 1, 0, 2, "0..1"},
       {"activation.max_grid_y", &Tune::activation_max_grid_y, 0, 1, 1000, "0..999"},
       {"activation.steps", &Tune::activation_steps, 1, 4, 5, "1..4"},
       {"activation.pipeline", &Tune::activation_pipeline, 0, 2, 3, "0..2"},

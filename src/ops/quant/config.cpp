@@ -70,6 +70,7 @@ QuantConfig make_quant_config(const QuantProblem& p) {
       c.groups_per_warp = kWarp / lanes;
       c.fast_convert = p.fast_convert && (p.code_bits == 4 || p.f32_scales);
       c.tie_bias = c.fast_convert && p.tie_bias && p.f32_scales && p.x_bytes == 2;
+      c.linear = p.linear;
       c.grid = clamp_grid(ceil_div(groups, c.groups_per_warp * c.steps * warps_per_block), p.max_grid);
       return c;
     }
@@ -115,7 +116,7 @@ std::string QuantConfig::to_string() const {
   if (vectorized) {
     os << "vectorized vec " << vec << ", " << lanes_per_group << " lanes x " << chunks << " chunks per group, " << steps
        << " tiles/step, " << (fast_convert ? "fast conversion, " : "") << (tie_bias ? "tie bias, " : "")
-       << (clean_table ? "clean table (persistent), " : "");
+       << (clean_table ? "clean table (persistent), " : "") << (linear ? "linear walk, " : "");
   } else {
     os << "generic (warp per group, " << elems_per_lane << " elems per lane), ";
   }

@@ -57,6 +57,9 @@ struct QuantProblem {
   bool tie_bias = true;      // TEJAS_TUNE quant.tie_bias: allow version 6 (with fast_convert)
   bool nvfp4_scales = false;  // the nvfp4 rule (e4m3 block scales times a tensor scale)
   bool clean_table = true;    // TEJAS_TUNE quant.clean_table: allow version 7 (with fast_convert)
+  // x's, q's and the scales' rows laid end to end (row strides K, K and K / group elements, or one
+  // row), and TEJAS_TUNE quant.linear on: the vectorized kernel walks group indices alone.
+  bool linear = false;
 };
 
 struct QuantConfig {
@@ -81,6 +84,9 @@ struct QuantConfig {
   // table of clean multipliers (kernel.cuh's Nvfp4CleanTable, kCleanTableBytes of dynamic shared
   // memory: smem_bytes) on a persistent grid of the CTAs the GPU holds at once.
   bool clean_table = false;
+  // Vectorized, QuantProblem::linear: a group's x, codes and scale placed from its index alone
+  // (kernel.cuh's GroupWalk<true>), not from its row and its group in the row.
+  bool linear = false;
   int64_t grid = 1;
   std::string to_string() const;
 };

@@ -183,6 +183,46 @@ struct GroupAt {
   }
 };
 
+// The vectorized kernel's walk over groups, for any row strides (GroupAt: row and group in the
+// row) or, kLinear (QuantConfig::linear), for rows laid end to end in x, q and the scales, where
+// the group index alone places everything: x at g * group elements, the codes at g * group code
+// bytes / vec, the scale at g. NOTES: the row walk's 64-bit advance, its row test and the
+// row x stride + gi x group products of x's, q's and the scale's addresses were ~40 of the ~140
+// SASS instructions of a one-chunk tile (mxfp8 from bf16, sm_90a) and ~30 of each tile's load;
+// the linear walk is a 64-bit add, a compare and one 64 x 32-bit product per address.
+template <bool kLinear>
+struct GroupWalk;
+
+template <>
+struct GroupWalk<false> {
+  GroupAt at;
+  __device__ __forceinline__ static GroupWalk of(int64_t g, const QuantParams& p) {
+    return {GroupAt::of(g, p.row_div)};
+  }
+  __device__ __forceinline__ void advance(int64_t n, const QuantParams& p) { at.advance(n, p.row_div); }
+  __device__ __forceinline__ bool live(const QuantParams& p, int64_t) const { return at.row < p.rows; }
+  __device__ __forceinline__ int64_t x_elem(const QuantParams& p) const {
+    return at.row * p.x_row_stride + at.gi * p.group;
+  }
+  __device__ __forceinline__ int64_t q_byte(const QuantParams& p, int64_t group_bytes) const {
+    return at.row * p.q_row_stride_bytes + at.gi * group_bytes;
+  }
+  __device__ __forceinline__ int64_t scale_index(const QuantParams& p) const { return at.row * p.s_row_stride + at.gi; }
+};
+
+template <>
+struct GroupWalk<true> {
+  int64_t g;
+  __device__ __forceinline__ static GroupWalk of(int64_t g, const QuantParams&) { return {g}; }
+  __device__ __forceinline__ void advance(int64_t n, const QuantParams&) { g += n; }
+  __device__ __forceinline__ bool live(const QuantParams&, int64_t total) const { return g < total; }
+  __device__ __forceinline__ int64_t x_elem(const QuantParams& p) const { return g * static_cast<int32_t>(p.group); }
+  __device__ __forceinline__ int64_t q_byte(const QuantParams&, int64_t group_bytes) const {
+    return g * static_cast<int32_t>(group_bytes);
+  }
+  __device__ __forceinline__ int64_t scale_index(const QuantParams&) const { return g; }
+};
+
 // ---- quantization, vectorized: a group in registers across lanes_per_group lanes ---------------
 // Absolute-value bits of x's elements, compared as unsigned integers: the order of |x| for
 // non-negative floats, with +Inf above every finite value and NaN above +Inf. A group's amax and
@@ -384,7 +424,8 @@ __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, fl
 // per lane) had some lane of the warp take it in 99.8 % of chunk steps (61.6 % with
 // near_midpoint, which tells midpoints from code values: groups with s = amax / 448 exactly, and
 // the ties of q0 = 448 x / amax that rho moves by 2^-24, quant_math.h).
-template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false, bool kClean = false>
+template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false, bool kClean = false,
+          bool kLinear = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
@@ -410,6 +451,7 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   // the chunk's near-midpoint branch decided by num::near_key.
   constexpr bool kPacked = kFast && F == CodeFormat::e2m1;
   constexpr bool kPacked16 = kPacked && sizeof(S) == 2 && R == ScaleRule::mx;
+  using Walk = GroupWalk<kLinear>;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int L = p.lanes_per_group;
   const int seg = lane / L, sub = lane % L;
@@ -428,14 +470,14 @@ __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(
   uint4 raw[kMaxChunks];
   const auto load_step = [&](int64_t base) {
     const int64_t g0 = base + seg;
-    GroupAt at = GroupAt::of(g0, p.row_div);  // row >= rows: an idle segment
+    Walk at = Walk::of(g0, p);  // past the last row: an idle segment
 TEJAS_QUANT_UNROLL
     for (int u = 0; u < kMaxChunks; ++u) {
       raw[u] = make_uint4(0u, 0u, 0u, 0u);
-      if (p.steps > 1 && u > 0) at.advance(groups_per_warp, p.row_div);
+      if (p.steps > 1 && u > 0) at.advance(groups_per_warp, p);
       const int c = p.steps > 1 ? 0 : u;
-      if (u < p.chunks * p.steps && at.row < p.rows) {
-        const S* xg = static_cast<const S*>(p.x) + at.row * p.x_row_stride + at.gi * p.group;
+      if (u < p.chunks * p.steps && at.live(p, total)) {
+        const S* xg = static_cast<const S*>(p.x) + at.x_elem(p);
         raw[u] = ptx::ld_global_nc(reinterpret_cast<const uint4*>(xg + (c * L + sub) * kVec));
       }
     }
@@ -462,7 +504,7 @@ TEJAS_QUANT_UNROLL
     // (Version 7: computed per group where c6 is not clean, clean_group_scale. NOTES: computed
     // here per step instead, for those calls, f16's kernel spilled 4 bytes at sm_90a's 64.)
     const float inv_6ts = R == ScaleRule::nvfp4 && !kClean ? inverse_6ts(ts) : 1.0f;
-    GroupAt at = GroupAt::of(g0, p.row_div);
+    Walk at = Walk::of(g0, p);
     // NOTES: tile and chunk are compile-time constants in each copy (dev::static_for), so raw[]
     // stays in registers; under `#pragma unroll` alone the e2m1 kernels (and e4m3 on sm_80) kept
     // the tile loop rolled, raw[] went to local memory, and each 16-byte load waited for its data
@@ -470,9 +512,8 @@ TEJAS_QUANT_UNROLL
     dev::static_for<kMaxChunks>([&](auto tile_c) {
       constexpr int tile = decltype(tile_c)::value;
       if (tile >= p.steps) return;
-      if (tile > 0) at.advance(groups_per_warp, p.row_div);
-      const bool active = at.row < p.rows;
-      const int64_t row = at.row, gi = at.gi;
+      if (tile > 0) at.advance(groups_per_warp, p);
+      const bool active = at.live(p, total);
       // This tile's chunks are raw[tile, tile + chunks): with steps > 1 a tile has one chunk
       // (config.cpp), so only tile 0 needs code for more.
       constexpr int kTileChunks = tile == 0 ? kMaxChunks : 1;
@@ -497,7 +538,7 @@ TEJAS_QUANT_UNROLL
       // Version 6: the group's biased reciprocal (unused for NaN groups, whose codes are replaced).
       [[maybe_unused]] TieBias tb;
       if constexpr (kTieBias) tb = tie_bias(amax, __uint_as_float(gs.bits), gs.inv);
-      if (sub == 0) store_scale(p.scales, row * p.s_row_stride + gi, R, gs.bits);
+      if (sub == 0) store_scale(p.scales, at.scale_index(p), R, gs.bits);
       if (gs.zero) gs.inv = 0.0f;  // nvfp4 block scale 0: codes +0 (replaced below), no Inf * 0
       if constexpr (kClampInf) {
         if (bits == Abs::kInf) {  // the group's largest element is +-Inf (rare: a branch)
@@ -509,7 +550,7 @@ TEJAS_QUANT_UNROLL
           });
         }
       }
-      uint8_t* qg = p.q + row * p.q_row_stride_bytes + gi * p.group * kCodeBytes / kVec;
+      uint8_t* qg = p.q + at.q_byte(p, p.group * kCodeBytes / kVec);
       if constexpr (kPacked16) {
         const PackedMxScale<X> ms = packed_mx_scale<X>(gs.bits);
         dev::static_for<kTileChunks>([&](auto c_c) {

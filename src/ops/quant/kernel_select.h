@@ -17,47 +17,60 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 // Version 7's kernel (nvfp4 from 16-bit x): by storage type, and by dtype (nullptr for f32 x;
-// launch.cu asks its occupancy before planning).
-template <class X>
+// launch.cu asks its occupancy before planning: the linear instance's, as both walks fit the 4
+// CTAs per SM of its launch bound, 56 / 62 registers bf16 / f16 linear and 62 / 64 by row on
+// sm_90a).
+template <class X, bool kLinear = true>
 QuantKernel clean_table_kernel() {
-  return quant_vec_kernel<X, CodeFormat::e2m1, ScaleRule::nvfp4, true, false, true>;
+  return quant_vec_kernel<X, CodeFormat::e2m1, ScaleRule::nvfp4, true, false, true, kLinear>;
 }
 inline QuantKernel clean_table_kernel(DType x) {
   return x == DType::bf16 ? clean_table_kernel<Bf16>() : x == DType::f16 ? clean_table_kernel<F16>() : nullptr;
 }
 
-template <class X>
-QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean) {
+// kLinear: the config's linear (kernel.cuh's GroupWalk).
+template <class X, bool kLinear>
+QuantKernel quant_vec_kernel_for(CodeFormat f, ScaleRule rule, bool fast, bool tie_bias, bool clean) {
   using enum CodeFormat;
-  if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
+  constexpr bool L = kLinear;
   if constexpr (sizeof(typename X::Raw) == 2) {
-    if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4) return clean_table_kernel<X>();
+    if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4) return clean_table_kernel<X, L>();
   }
-  if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true>
-                                                           : quant_vec_kernel<X, e2m1, ScaleRule::mx, true>;
-  if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4>
-                                                 : quant_vec_kernel<X, e2m1, ScaleRule::mx>;
+  if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true, false, false, L>
+                                                           : quant_vec_kernel<X, e2m1, ScaleRule::mx, true, false, false, L>;
+  if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, false, false, false, L>
+                                                 : quant_vec_kernel<X, e2m1, ScaleRule::mx, false, false, false, L>;
   switch (rule) {
     case ScaleRule::fp8_f32:
       if constexpr (sizeof(typename X::Raw) == 2) {
-        if (fast && tie_bias) return quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true, true>;
+        if (fast && tie_bias) return quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true, true, false, L>;
       }
-      return fast ? quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true> : quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32>;
-    case ScaleRule::fp8_ue8m0: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_ue8m0>;
-    default: return quant_vec_kernel<X, e4m3, ScaleRule::mx>;
+      return fast ? quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, true, false, false, L>
+                  : quant_vec_kernel<X, e4m3, ScaleRule::fp8_f32, false, false, false, L>;
+    case ScaleRule::fp8_ue8m0: return quant_vec_kernel<X, e4m3, ScaleRule::fp8_ue8m0, false, false, false, L>;
+    default: return quant_vec_kernel<X, e4m3, ScaleRule::mx, false, false, false, L>;
   }
+}
+
+template <class X>
+QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean,
+                             bool linear) {
+  if (!vectorized) return f == CodeFormat::e4m3 ? quant_generic_kernel<X, CodeFormat::e4m3> : quant_generic_kernel<X, CodeFormat::e2m1>;
+  return linear ? quant_vec_kernel_for<X, true>(f, rule, fast, tie_bias, clean)
+                : quant_vec_kernel_for<X, false>(f, rule, fast, tie_bias, clean);
 }
 
 // e2m1 pairs with the mx and nvfp4 rules, e4m3 with the other three (quant_launch_plan checks).
 // fast (the config's fast_convert): version 5, for e2m1 codes and the fp8_f32 rule; tie_bias (the
 // config's): version 6, for the fp8_f32 rule with 16-bit x; clean (the config's clean_table):
-// version 7, for the nvfp4 rule with 16-bit x.
+// version 7, for the nvfp4 rule with 16-bit x; linear (the config's): the group walk of rows laid
+// end to end, for every vectorized kernel.
 inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bool vectorized, bool fast,
-                                       bool tie_bias, bool clean) {
+                                       bool tie_bias, bool clean, bool linear) {
   switch (x) {
-    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast, tie_bias, clean);
-    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast, tie_bias, clean);
-    default: return quant_kernel_for<F32>(f, rule, vectorized, fast, tie_bias, clean);
+    case DType::bf16: return quant_kernel_for<Bf16>(f, rule, vectorized, fast, tie_bias, clean, linear);
+    case DType::f16: return quant_kernel_for<F16>(f, rule, vectorized, fast, tie_bias, clean, linear);
+    default: return quant_kernel_for<F32>(f, rule, vectorized, fast, tie_bias, clean, linear);
   }
 }
 
@@ -93,7 +106,7 @@ inline QuantLaunch launch_at(const QuantPlan& plan, int64_t i) { return quant_la
 inline DequantLaunch launch_at(const DequantPlan& plan, int64_t i) { return dequant_launch(plan, i); }
 inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
   return select_quant_kernel(plan.t.data->dtype, plan.code, l.params.rule, l.config.vectorized, l.config.fast_convert,
-                             l.config.tie_bias, l.config.clean_table);
+                             l.config.tie_bias, l.config.clean_table, l.config.linear);
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
   return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert,

@@ -184,6 +184,9 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.tie_bias = detail::tune().quant_tie_bias != 0;
   prob.nvfp4_scales = plan.rule == ScaleRule::nvfp4;
   prob.clean_table = detail::tune().quant_clean_table != 0;
+  const bool one_row = r.rows == 1;
+  prob.linear = detail::tune().quant_linear != 0 &&
+                (one_row || (r.data_stride == r.K && r.q_stride == r.K && r.s_stride == r.K / plan.group));
   l.config = with_clean_table(prob, make_quant_config(prob), plan.resident_ctas);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;

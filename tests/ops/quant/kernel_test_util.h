@@ -226,7 +226,9 @@ inline const emu::Counters& last_counters() {
 // The other sides of the GPU A/Bs (TEJAS_TUNE, src/runtime/tune.h): the default is picked by
 // timing, so every variant must match the reference too. Runs `quant()` under each
 // quant.max_chunks and each quant.max_steps below the default, under both at 1 (version 1) and
-// `dequant()` under dequant.steps=1; both under quant.fast_convert=0 (the f32 e2m1 paths); then both under quant.max_grid=1 (one block: every warp
+// `dequant()` under dequant.steps=1; both under quant.fast_convert=0 (the f32 e2m1 paths);
+// `quant()` under quant.tie_bias=0 and under quant.linear=0 (the row walk on rows laid end to end,
+// where the default walks group indices); then both under quant.max_grid=1 (one block: every warp
 // loops, the grid-stride paths the exact grids never reach).
 template <class Quant, class Dequant>
 void run_tuned_variants(Quant quant, Dequant dequant) {
@@ -242,17 +244,19 @@ void run_tuned_variants(Quant quant, Dequant dequant) {
     with((std::string("quant.max_chunks=") + std::to_string(n)).c_str(), chunks, quant);
     with((std::string("quant.max_steps=") + std::to_string(n)).c_str(), steps, quant);
   }
-  detail::Tune v1, dequant1, one_block, unpacked, no_tie_bias;
+  detail::Tune v1, dequant1, one_block, unpacked, no_tie_bias, row_walk;
   v1.quant_max_chunks = v1.quant_max_steps = 1;
   dequant1.dequant_steps = 1;
   one_block.quant_max_grid = 1;
   unpacked.quant_fast_convert = 0;
   no_tie_bias.quant_tie_bias = 0;
+  row_walk.quant_linear = 0;
   with("quant.max_chunks=1,quant.max_steps=1", v1, quant);
   with("dequant.steps=1", dequant1, dequant);
   with("quant.fast_convert=0", unpacked, quant);
   with("quant.fast_convert=0", unpacked, dequant);
   with("quant.tie_bias=0", no_tie_bias, quant);
+  with("quant.linear=0", row_walk, quant);
   with("quant.max_grid=1", one_block, quant);
   with("quant.max_grid=1", one_block, dequant);
 }

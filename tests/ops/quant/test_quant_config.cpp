@@ -210,6 +210,23 @@ TEST(QuantConfig, GenericWhenTheGroupDoesNotSplitOrRowsAreMisaligned) {
   EXPECT_EQ(ge.grid, 2);            // 16 groups, a warp each, 8 warps per block
 }
 
+// QuantProblem::linear (rows end to end in x, q and the scales) reaches the vectorized kernels
+// only: the generic one walks groups a warp each, by row.
+TEST(QuantConfig, LinearWalkForTheVectorizedKernelsOnly) {
+  for (bool linear : {false, true}) {
+    QuantProblem p = quant_problem(2, 8, 4, 256, 128);
+    p.linear = linear;
+    const QuantConfig c = make_quant_config(p);
+    ASSERT_TRUE(c.vectorized);
+    EXPECT_EQ(c.linear, linear);
+    EXPECT_EQ(c.to_string().find("linear walk") != std::string::npos, linear) << c.to_string();
+    p.x_align = 2;  // x starts 2 bytes off: generic
+    const QuantConfig g = make_quant_config(p);
+    ASSERT_FALSE(g.vectorized);
+    EXPECT_FALSE(g.linear);
+  }
+}
+
 TEST(QuantConfig, GridCapsAndEmpty) {
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, 0, 128, 128)).grid, 1);
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, int64_t{1} << 30, 128, 128)).grid, kMaxGrid);

@@ -122,6 +122,49 @@ TEST(QuantMxKernel, StridedAndMisalignedViews) {
   strided_and_misaligned(rng);
 }
 
+// The linear walk (kernel.cuh's GroupWalk<true>) only where x's, q's and the scales' rows all lie
+// end to end, or there is one row: with any one of the three padded, the launch walks rows, and
+// either way the codes and scales match the reference, nothing is written into the padding, and
+// quant.linear=0 walks rows everywhere. A linear walk over a padded x reads the wrong elements; over
+// padded codes or scales it writes into their padding.
+TEST(QuantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (MxFormat f : kFormats) {
+    const int64_t B = mx_block_size(f);
+    const quant_kernel::ScaleRule rule = f == MxFormat::nvfp4 ? quant_kernel::ScaleRule::nvfp4 : quant_kernel::ScaleRule::mx;
+    for (int padded = -1; padded < 3; ++padded) {  // none, x, q, the scales
+      for (int64_t rows : {1, 7}) {
+        for (int linear : {1, 0}) {
+          SCOPED_TRACE(testing::Message() << mx_format_name(f) << " padded " << padded << " rows " << rows
+                                          << " quant.linear=" << linear);
+          detail::Tune t;
+          t.quant_linear = linear;
+          const detail::ScopedTuneOverride variant(t);
+          const std::vector<int64_t> shape{rows, 6 * B};
+          const auto ss = scale_shape(shape, f);
+          const DType qd = code_dtype(f), sd = scale_dtype(f);
+          PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
+          fill_blocks(x, rng, B);
+          PlacedTensor ts(DType::f32, {1});
+          ts.set(0, static_cast<float>(max_abs(x) / kNvfp4Range));
+          const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
+          PlacedTensor q(qd, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
+          PlacedTensor q_ref(qd, shape), s_ref(sd, ss);
+          const quant_kernel::QuantLaunch l = quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, tsv, B, rule), 0);
+          ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
+          EXPECT_EQ(l.config.linear, linear == 1 && (padded < 0 || rows == 1)) << l.config.to_string();
+          TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, tsv));
+          TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), f, x, q, s, tsv));
+          expect_same_bits(q, q_ref, "q");
+          expect_same_bits(s, s_ref, "scales");
+          EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
+          EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
+        }
+      }
+    }
+  }
+}
+
 // nvfp4 with tensor_scale too small (block scales saturate at 448) and too large (block scales
 // underflow to 0: all-zero codes).
 void nvfp4_tensor_scale_extremes(check::Rng& rng) {
