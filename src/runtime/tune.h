@@ -30,11 +30,14 @@
 //                          for every block scale at the tensor scale (clean_multiplier.h), so
 //                          groups with one need no near-midpoint filter and no reciprocal; 0 =
 //                          version 5. Not measured on GPU
-//   quant.linear=0..1      the vectorized quant kernels (quant_fp8_group, quant_mx): 1 (default)
-//                          = where x's, q's and the scales' rows lie end to end (or there is
-//                          one row), each group placed from its index alone; 0 = from its row and
-//                          its group in the row, as for strided rows (the same codes; not
-//                          measured on GPU: docs/kernels/quant_mx.md, version 8)
+//   quant.linear=0..1      the vectorized quant and dequant kernels (quant_fp8_group, quant_mx,
+//                          dequant_fp8_group, dequant_mx): 1 (default) = where the data's, the
+//                          codes' and the scales' rows lie end to end (or there is one row; for
+//                          dequant also group / vec a power of two), each group or vector placed
+//                          from its flat index alone; 0 = from its row and its place in the row,
+//                          as for strided rows (the same results; not measured on GPU:
+//                          docs/kernels/quant_mx.md version 8, docs/kernels/dequant_mx.md
+//                          version 5)
 //   dequant.steps=1..2     vectorized dequant: grid-stride steps per thread, loads first
 //                          (default 2; 1 = one step per thread)
 //   activation.max_grid_y=0..999  silu_mul / gelu_tanh_mul and the fused quant kernels: at most

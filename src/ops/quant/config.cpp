@@ -104,6 +104,8 @@ DequantConfig make_dequant_config(const DequantProblem& p) {
     // 16-bit out: e2m1 codes with MX scales, or nvfp4 to bf16; e4m3 codes with any scale.
     const bool fp4 = p.code_bits == 4 && (p.mx_scales || p.nvfp4_bf16);
     c.fast_convert = p.fast_convert && p.out_bytes == 2 && (fp4 || p.code_bits == 8);
+    const int64_t group_vecs = p.group / vec;
+    c.linear = p.linear && (group_vecs & (group_vecs - 1)) == 0;
   } else {
     c.vec = p.code_bits == kBitsPerByte ? 1 : 2;  // one code byte per thread
   }
@@ -127,7 +129,7 @@ std::string QuantConfig::to_string() const {
 std::string DequantConfig::to_string() const {
   std::ostringstream os;
   os << (vectorized ? "vectorized" : "generic") << " vec " << vec << ", " << steps << " steps/thread, "
-     << (fast_convert ? "fast conversion, " : "") << threads
+     << (fast_convert ? "fast conversion, " : "") << (linear ? "linear walk, " : "") << threads
      << " threads, grid " << grid;
   return os.str();
 }

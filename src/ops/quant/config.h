@@ -118,6 +118,8 @@ struct DequantProblem {
   bool mx_scales = false;     // ue8m0 scales (MX)
   bool nvfp4_bf16 = false;    // e4m3 block scales (nvfp4) and bf16 out
   bool fast_convert = true;  // as QuantProblem's
+  // out's, q's and the scales' rows laid end to end (or one row), and TEJAS_TUNE quant.linear on.
+  bool linear = false;
 };
 
 struct DequantConfig {
@@ -128,6 +130,9 @@ struct DequantConfig {
   // as packed bf16 / f16 (version 4 of the e2m1 paths). e4m3 codes to 16-bit out: products
   // packed in pairs, rounded to odd only on a midpoint (version 3 of the fp8 path).
   bool fast_convert = false;
+  // Vectorized, DequantProblem::linear and group / vec a power of two: a vector placed from its
+  // flat index alone (kernel.cuh's dequant_vec_kernel, kLinear).
+  bool linear = false;
   int threads = kThreads;
   int64_t grid = 1;
   std::string to_string() const;

@@ -847,7 +847,10 @@ __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t b
 // subnormal range; exact ties take it harmlessly). NOTES: version 2 ran mul_round_odd on every
 // output (a product, its fma residual, two compares and the fix-up: ~10 instructions per
 // element, most on the ALU pipe) and one cvt per output.
-template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false>
+// kLinear (config.linear): out's, q's and the scales' rows end to end and group / vec a power of
+// two: a thread's flat vector index j alone places its outputs (j x vec), codes (j x code bytes)
+// and scale (j >> group_shift), as quant_vec_kernel's GroupWalk<true> does for groups.
+template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false, bool kLinear = false>
 __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) dequant_vec_kernel(DequantParams p) {
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
@@ -879,22 +882,40 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
       ++r;
     }
   };
-  const Split first = split(static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
-  const Split step = split(stride), iteration = split(stride * p.steps);
+  const int64_t first_j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t total_vecs = p.rows * vecs_per_row;  // kLinear's bound
+  const Split first = kLinear ? Split{0, 0} : split(first_j);
+  const Split step = kLinear ? Split{0, 0} : split(stride), iteration = kLinear ? Split{0, 0} : split(stride * p.steps);
   int64_t row = first.rows;
   int32_t kv = first.vecs;
+  int64_t j = first_j;  // kLinear: the walk itself
+  const auto live = [&] { return kLinear ? j < total_vecs : row < p.rows; };
+  const auto next = [&] {
+    if constexpr (kLinear) j += stride * p.steps;
+    else advance(row, kv, iteration);
+  };
   // NOTES: a thread takes p.steps grid-stride steps at once (each step's warp request stays
   // contiguous) and issues all their code and scale loads before the first store, so each
   // thread has steps x (code bytes + scale) in flight instead of one step's.
-  for (; row < p.rows; advance(row, kv, iteration)) {
-    // f(st, row, k) for each of the thread's steps that lies in the tensor (k: its first column).
+  for (; live(); next()) {
+    // f(st, row, k) for each of the thread's steps that lies in the tensor (k: its first column;
+    // kLinear: row 0 and k the flat index of its first element, for rows laid end to end).
     const auto each_step = [&](auto&& f) {
-      int64_t r = row;
-      int32_t v = kv;
+      if constexpr (kLinear) {
+        int64_t jj = j;
 TEJAS_QUANT_UNROLL
-      for (int st = 0; st < kMaxDequantSteps; ++st) {
-        if (st < p.steps && r < p.rows) f(st, r, static_cast<int64_t>(v) * kVec);
-        if (st + 1 < kMaxDequantSteps) advance(r, v, step);
+        for (int st = 0; st < kMaxDequantSteps; ++st) {
+          if (st < p.steps && jj < total_vecs) f(st, int64_t{0}, jj * kVec);
+          jj += stride;
+        }
+      } else {
+        int64_t r = row;
+        int32_t v = kv;
+TEJAS_QUANT_UNROLL
+        for (int st = 0; st < kMaxDequantSteps; ++st) {
+          if (st < p.steps && r < p.rows) f(st, r, static_cast<int64_t>(v) * kVec);
+          if (st + 1 < kMaxDequantSteps) advance(r, v, step);
+        }
       }
     };
     // The codes as loaded words, split into bytes only in the second loop. NOTES: as a byte array
@@ -907,7 +928,8 @@ TEJAS_QUANT_UNROLL
       // The group by dev::fast_div of the vector's index in its row (< 2^31). NOTES: `k / p.group`
       // (64-bit) compiled to ~25 instructions per step (a 32-bit reciprocal path beside a call),
       // as the row's division did.
-      const int64_t g = dev::fast_div(static_cast<uint32_t>(k / kVec), p.group_div);
+      const int64_t g =
+          kLinear ? (k / kVec) >> p.group_shift : dev::fast_div(static_cast<uint32_t>(k / kVec), p.group_div);
       scale_bits[st] = load_scale_bits(p, row * p.s_row_stride + g);
       codes[st] = ptx::ld_global_nc(
           reinterpret_cast<const CodeWord*>(p.q + row * p.q_row_stride_bytes + k * kCodeBytes / kVec));

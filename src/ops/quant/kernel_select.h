@@ -55,7 +55,8 @@ QuantKernel quant_vec_kernel_for(CodeFormat f, ScaleRule rule, bool fast, bool t
 template <class X>
 QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean,
                              bool linear) {
-  if (!vectorized) return f == CodeFormat::e4m3 ? quant_generic_kernel<X, CodeFormat::e4m3> : quant_generic_kernel<X, CodeFormat::e2m1>;
+  if (!vectorized)
+    return f == CodeFormat::e4m3 ? quant_generic_kernel<X, CodeFormat::e4m3> : quant_generic_kernel<X, CodeFormat::e2m1>;
   return linear ? quant_vec_kernel_for<X, true>(f, rule, fast, tie_bias, clean)
                 : quant_vec_kernel_for<X, false>(f, rule, fast, tie_bias, clean);
 }
@@ -74,30 +75,41 @@ inline QuantKernel select_quant_kernel(DType x, CodeFormat f, ScaleRule rule, bo
   }
 }
 
-template <class O>
-DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
+template <class O, bool kLinear>
+DequantKernel dequant_vec_kernel_for(CodeFormat f, bool packed, bool nvfp4) {
+  constexpr bool L = kLinear;
   if (f == CodeFormat::e4m3) {
     if constexpr (sizeof(typename O::Raw) == 2) {
-      if (vectorized && packed) return dequant_vec_kernel<O, CodeFormat::e4m3, true>;
+      if (packed) return dequant_vec_kernel<O, CodeFormat::e4m3, true, false, L>;
     }
-    return vectorized ? dequant_vec_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e4m3>;
+    return dequant_vec_kernel<O, CodeFormat::e4m3, false, false, L>;
   }
   if constexpr (std::is_same_v<O, Bf16>) {
-    if (vectorized && packed && nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true, true>;
+    if (packed && nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true, true, L>;
   }
   if constexpr (sizeof(typename O::Raw) == 2) {
-    if (vectorized && packed && !nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true>;
+    if (packed && !nvfp4) return dequant_vec_kernel<O, CodeFormat::e2m1, true, false, L>;
   }
-  return vectorized ? dequant_vec_kernel<O, CodeFormat::e2m1> : dequant_generic_kernel<O, CodeFormat::e2m1>;
+  return dequant_vec_kernel<O, CodeFormat::e2m1, false, false, L>;
+}
+
+template <class O>
+DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, bool nvfp4, bool linear) {
+  if (!vectorized)
+    return f == CodeFormat::e4m3 ? dequant_generic_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e2m1>;
+  return linear ? dequant_vec_kernel_for<O, true>(f, packed, nvfp4)
+                : dequant_vec_kernel_for<O, false>(f, packed, nvfp4);
 }
 
 // packed (the config's fast_convert) applies to 16-bit out with e2m1 codes and ue8m0 scales, to
-// bf16 out with nvfp4's e4m3 scales (nvfp4), and to e4m3 codes (config.h: which outs and scales).
-inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed, bool nvfp4) {
+// bf16 out with nvfp4's e4m3 scales (nvfp4), and to e4m3 codes (config.h: which outs and scales);
+// linear (the config's) to every vectorized kernel.
+inline DequantKernel select_dequant_kernel(DType out, CodeFormat f, bool vectorized, bool packed, bool nvfp4,
+                                           bool linear) {
   switch (out) {
-    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed, nvfp4);
-    case DType::f16: return dequant_kernel_for<F16>(f, vectorized, packed, nvfp4);
-    default: return dequant_kernel_for<F32>(f, vectorized, packed, nvfp4);
+    case DType::bf16: return dequant_kernel_for<Bf16>(f, vectorized, packed, nvfp4, linear);
+    case DType::f16: return dequant_kernel_for<F16>(f, vectorized, packed, nvfp4, linear);
+    default: return dequant_kernel_for<F32>(f, vectorized, packed, nvfp4, linear);
   }
 }
 
@@ -110,7 +122,7 @@ inline QuantKernel kernel_of(const QuantPlan& plan, const QuantLaunch& l) {
 }
 inline DequantKernel kernel_of(const DequantPlan& plan, const DequantLaunch& l) {
   return select_dequant_kernel(plan.t.data->dtype, plan.code, l.config.vectorized, l.config.fast_convert,
-                               l.params.scale_kind == ScaleKind::e4m3);
+                               l.params.scale_kind == ScaleKind::e4m3, l.config.linear);
 }
 
 // The backends' launch loop: launch(kernel, l) for each of the plan's launches in order, up to

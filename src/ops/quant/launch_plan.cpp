@@ -1,5 +1,7 @@
 #include "ops/quant/launch_plan.h"
 
+#include <bit>
+
 #include "runtime/alignment.h"
 #include "runtime/print_config.h"
 #include "runtime/tune.h"
@@ -131,6 +133,14 @@ LaunchRows launch_rows(const Plan& plan, int64_t i) {
           s.row_stride[1]};
 }
 
+// The launch's rows lie end to end in the data, the codes and the scales (row strides K, K and
+// K / group elements), or there is one row, and TEJAS_TUNE quant.linear is on: the vectorized
+// kernels' linear walk (QuantProblem / DequantProblem::linear).
+bool rows_end_to_end(const Plan& plan, const LaunchRows& r) {
+  return detail::tune().quant_linear != 0 &&
+         (r.rows == 1 || (r.data_stride == r.K && r.q_stride == r.K && r.s_stride == r.K / plan.group));
+}
+
 const float* tensor_scale_of(const Plan& plan) {
   return plan.t.tensor_scale->defined() ? static_cast<const float*>(plan.t.tensor_scale->data) : nullptr;
 }
@@ -184,9 +194,7 @@ QuantLaunch quant_launch(const QuantPlan& plan, int64_t i) {
   prob.tie_bias = detail::tune().quant_tie_bias != 0;
   prob.nvfp4_scales = plan.rule == ScaleRule::nvfp4;
   prob.clean_table = detail::tune().quant_clean_table != 0;
-  const bool one_row = r.rows == 1;
-  prob.linear = detail::tune().quant_linear != 0 &&
-                (one_row || (r.data_stride == r.K && r.q_stride == r.K && r.s_stride == r.K / plan.group));
+  prob.linear = rows_end_to_end(plan, r);
   l.config = with_clean_table(prob, make_quant_config(prob), plan.resident_ctas);
   p.lanes_per_group = l.config.lanes_per_group;
   p.chunks = l.config.chunks;
@@ -222,10 +230,12 @@ DequantLaunch dequant_launch(const DequantPlan& plan, int64_t i) {
   prob.mx_scales = p.scale_kind == ScaleKind::ue8m0;
   prob.nvfp4_bf16 = p.scale_kind == ScaleKind::e4m3 && plan.t.data->dtype == DType::bf16;
   prob.fast_convert = detail::tune().quant_fast_convert != 0;
+  prob.linear = rows_end_to_end(plan, r);
   l.config = make_dequant_config(prob);
   p.steps = l.config.steps;
   p.row_div = dev::make_fast_div(static_cast<uint64_t>(l.config.vectorized ? r.K / l.config.vec : 1));
   p.group_div = dev::make_fast_div32(static_cast<uint32_t>(l.config.vectorized ? plan.group / l.config.vec : 1));
+  if (l.config.linear) p.group_shift = std::countr_zero(static_cast<uint64_t>(plan.group / l.config.vec));
   return l;
 }
 

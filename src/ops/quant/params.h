@@ -46,6 +46,7 @@ struct DequantParams {
   // Vectorized kernel: division by group / vec (a vector's index in its row -> its group; K / vec
   // < 2^31 there, make_dequant_config).
   dev::FastDiv32 group_div;
+  int group_shift = 0;  // vectorized, linear (DequantConfig::linear): log2(group / vec)
 };
 
 }  // namespace tejas::quant_kernel

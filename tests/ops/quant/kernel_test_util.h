@@ -223,12 +223,32 @@ inline const emu::Counters& last_counters() {
   return reps.back().counters;
 }
 
+// The layouts of the linear-walk tests (kernel.cuh's GroupWalk, dequant_vec_kernel's kLinear):
+// f(padded, rows, linear) for none of the three tensors padded (padded = -1) and each alone (0:
+// the data, 1: the codes, 2: the scales), at one row and at `rows`, under quant.linear 1 and 0.
+// The walk is linear exactly where `walks_linearly` says.
+template <class F>
+void for_each_walk_layout(int64_t rows, F f) {
+  for (int padded = -1; padded < 3; ++padded) {
+    for (int64_t r : {int64_t{1}, rows}) {
+      for (int linear : {1, 0}) {
+        SCOPED_TRACE(testing::Message() << "padded " << padded << " rows " << r << " quant.linear=" << linear);
+        detail::Tune t;
+        t.quant_linear = linear;
+        const detail::ScopedTuneOverride variant(t);
+        f(padded, r, linear);
+      }
+    }
+  }
+}
+inline bool walks_linearly(int padded, int64_t rows, int linear) { return linear == 1 && (padded < 0 || rows == 1); }
+
 // The other sides of the GPU A/Bs (TEJAS_TUNE, src/runtime/tune.h): the default is picked by
 // timing, so every variant must match the reference too. Runs `quant()` under each
 // quant.max_chunks and each quant.max_steps below the default, under both at 1 (version 1) and
 // `dequant()` under dequant.steps=1; both under quant.fast_convert=0 (the f32 e2m1 paths);
-// `quant()` under quant.tie_bias=0 and under quant.linear=0 (the row walk on rows laid end to end,
-// where the default walks group indices); then both under quant.max_grid=1 (one block: every warp
+// `quant()` under quant.tie_bias=0; both under quant.linear=0 (the row walk on rows laid end to
+// end, where the default walks flat indices); then both under quant.max_grid=1 (one block: every warp
 // loops, the grid-stride paths the exact grids never reach).
 template <class Quant, class Dequant>
 void run_tuned_variants(Quant quant, Dequant dequant) {
@@ -257,6 +277,7 @@ void run_tuned_variants(Quant quant, Dequant dequant) {
   with("quant.fast_convert=0", unpacked, dequant);
   with("quant.tie_bias=0", no_tie_bias, quant);
   with("quant.linear=0", row_walk, quant);
+  with("quant.linear=0", row_walk, dequant);
   with("quant.max_grid=1", one_block, quant);
   with("quant.max_grid=1", one_block, dequant);
 }

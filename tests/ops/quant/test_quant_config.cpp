@@ -227,6 +227,29 @@ TEST(QuantConfig, LinearWalkForTheVectorizedKernelsOnly) {
   }
 }
 
+// DequantProblem::linear reaches the vectorized kernels where group / vec is a power of two (the
+// scale's index a shift of the flat vector index): MX 32, nvfp4 16 and fp8 128 are; 96 is not.
+TEST(DequantConfig, LinearWalkWherePowerOfTwoGroupsOnly) {
+  for (int64_t group : {16, 32, 128, 96}) {
+    DequantProblem p;
+    p.out_bytes = 2;
+    p.code_bits = 8;
+    p.rows = 4;
+    p.K = 384;
+    p.group = group;
+    p.linear = true;
+    const DequantConfig c = make_dequant_config(p);
+    ASSERT_TRUE(c.vectorized) << group;
+    EXPECT_EQ(c.linear, group != 96) << group;
+    EXPECT_EQ(c.to_string().find("linear walk") != std::string::npos, c.linear) << c.to_string();
+    p.linear = false;
+    EXPECT_FALSE(make_dequant_config(p).linear);
+    p.linear = true;
+    p.out_align = 2;  // out rows off 16 bytes: generic
+    EXPECT_FALSE(make_dequant_config(p).linear);
+  }
+}
+
 TEST(QuantConfig, GridCapsAndEmpty) {
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, 0, 128, 128)).grid, 1);
   EXPECT_EQ(make_quant_config(quant_problem(2, 8, int64_t{1} << 30, 128, 128)).grid, kMaxGrid);

@@ -131,27 +131,26 @@ TEST(QuantFp8GroupKernel, StridedAndMisalignedViews) {
 TEST(QuantFp8GroupKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
   TEJAS_SEEDED_TEST_RNG();
   for (DType sd : {DType::f32, DType::ue8m0}) {
-    for (int padded = -1; padded < 3; ++padded) {  // none, x, q, the scales
-      for (int64_t rows : {1, 5}) {
-        SCOPED_TRACE(testing::Message() << "scales " << dtype_name(sd) << " padded " << padded << " rows " << rows);
-        const std::vector<int64_t> shape{rows, 3 * kGroup};
-        const auto ss = scale_shape(shape, kGroup);
-        PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
-        fill_grouped(x, rng, kGroup);
-        PlacedTensor q(DType::e4m3, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
-        PlacedTensor q_ref(DType::e4m3, shape), s_ref(sd, ss);
-        const auto rule = sd == DType::f32 ? quant_kernel::ScaleRule::fp8_f32 : quant_kernel::ScaleRule::fp8_ue8m0;
-        const quant_kernel::QuantLaunch l = quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, TensorView{}, kGroup, rule), 0);
-        ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
-        EXPECT_EQ(l.config.linear, padded < 0 || rows == 1) << l.config.to_string();
-        TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref, kGroup));
-        TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s, kGroup));
-        expect_same_bits(q, q_ref, "q");
-        expect_same_bits(s, s_ref, "scales");
-        EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
-        EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
-      }
-    }
+    SCOPED_TRACE(testing::Message() << "scales " << dtype_name(sd));
+    for_each_walk_layout(5, [&](int padded, int64_t rows, int linear) {
+      const std::vector<int64_t> shape{rows, 3 * kGroup};
+      const auto ss = scale_shape(shape, kGroup);
+      PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
+      fill_grouped(x, rng, kGroup);
+      PlacedTensor q(DType::e4m3, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
+      PlacedTensor q_ref(DType::e4m3, shape), s_ref(sd, ss);
+      const auto rule = sd == DType::f32 ? quant_kernel::ScaleRule::fp8_f32 : quant_kernel::ScaleRule::fp8_ue8m0;
+      const quant_kernel::QuantLaunch l =
+          quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, TensorView{}, kGroup, rule), 0);
+      ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
+      EXPECT_EQ(l.config.linear, walks_linearly(padded, rows, linear)) << l.config.to_string();
+      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::reference), x, q_ref, s_ref, kGroup));
+      TEJAS_ASSERT_OK(quant_fp8_group(backend_ctx(Backend::emulator), x, q, s, kGroup));
+      expect_same_bits(q, q_ref, "q");
+      expect_same_bits(s, s_ref, "scales");
+      EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
+      EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
+    });
   }
 }
 

@@ -130,38 +130,30 @@ TEST(QuantMxKernel, StridedAndMisalignedViews) {
 TEST(QuantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
   TEJAS_SEEDED_TEST_RNG();
   for (MxFormat f : kFormats) {
+    SCOPED_TRACE(mx_format_name(f));
     const int64_t B = mx_block_size(f);
-    const quant_kernel::ScaleRule rule = f == MxFormat::nvfp4 ? quant_kernel::ScaleRule::nvfp4 : quant_kernel::ScaleRule::mx;
-    for (int padded = -1; padded < 3; ++padded) {  // none, x, q, the scales
-      for (int64_t rows : {1, 7}) {
-        for (int linear : {1, 0}) {
-          SCOPED_TRACE(testing::Message() << mx_format_name(f) << " padded " << padded << " rows " << rows
-                                          << " quant.linear=" << linear);
-          detail::Tune t;
-          t.quant_linear = linear;
-          const detail::ScopedTuneOverride variant(t);
-          const std::vector<int64_t> shape{rows, 6 * B};
-          const auto ss = scale_shape(shape, f);
-          const DType qd = code_dtype(f), sd = scale_dtype(f);
-          PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
-          fill_blocks(x, rng, B);
-          PlacedTensor ts(DType::f32, {1});
-          ts.set(0, static_cast<float>(max_abs(x) / kNvfp4Range));
-          const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
-          PlacedTensor q(qd, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
-          PlacedTensor q_ref(qd, shape), s_ref(sd, ss);
-          const quant_kernel::QuantLaunch l = quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, tsv, B, rule), 0);
-          ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
-          EXPECT_EQ(l.config.linear, linear == 1 && (padded < 0 || rows == 1)) << l.config.to_string();
-          TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, tsv));
-          TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), f, x, q, s, tsv));
-          expect_same_bits(q, q_ref, "q");
-          expect_same_bits(s, s_ref, "scales");
-          EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
-          EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
-        }
-      }
-    }
+    const auto rule = f == MxFormat::nvfp4 ? quant_kernel::ScaleRule::nvfp4 : quant_kernel::ScaleRule::mx;
+    for_each_walk_layout(7, [&](int padded, int64_t rows, int linear) {
+      const std::vector<int64_t> shape{rows, 6 * B};
+      const auto ss = scale_shape(shape, f);
+      const DType qd = code_dtype(f), sd = scale_dtype(f);
+      PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
+      fill_blocks(x, rng, B);
+      PlacedTensor ts(DType::f32, {1});
+      ts.set(0, static_cast<float>(max_abs(x) / kNvfp4Range));
+      const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
+      PlacedTensor q(qd, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
+      PlacedTensor q_ref(qd, shape), s_ref(sd, ss);
+      const quant_kernel::QuantLaunch l = quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, tsv, B, rule), 0);
+      ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
+      EXPECT_EQ(l.config.linear, walks_linearly(padded, rows, linear)) << l.config.to_string();
+      TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, tsv));
+      TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::emulator), f, x, q, s, tsv));
+      expect_same_bits(q, q_ref, "q");
+      expect_same_bits(s, s_ref, "scales");
+      EXPECT_TRUE(q.outside_untouched()) << "q: wrote outside its view";
+      EXPECT_TRUE(s.outside_untouched()) << "scales: wrote outside its view";
+    });
   }
 }
 
@@ -613,16 +605,21 @@ TEST(QuantMxKernel, CountersAtTheIdeal) {
 
 namespace {
 
-void run_dequant(MxFormat f, DType od, std::vector<int64_t> shape, check::Rng& rng, int64_t pad = 0,
-                 int64_t out_misalign = 0) {
-  SCOPED_TRACE(testing::Message() << mx_format_name(f) << " -> " << dtype_name(od) << " shape "
-                                  << testing::PrintToString(shape) << " pad " << pad << " misalign " << out_misalign);
-  PlacedTensor q(code_dtype(f), shape, pad), s(scale_dtype(f), scale_shape(shape, f), pad), ts(DType::f32, {1});
+// Random codes, block scales (ue8m0 around 2^0, or any e4m3 byte) and a tensor scale for dequant.
+void fill_codes_and_scales(MxFormat f, PlacedTensor& q, PlacedTensor& s, PlacedTensor& ts, check::Rng& rng) {
   const uint64_t max_code = f == MxFormat::mxfp8 ? 0xFF : 0xF;
   for (int64_t i = 0; i < q.numel(); ++i) q.set_bits(i, static_cast<uint64_t>(rng.randint(0, static_cast<int64_t>(max_code))));
   for (int64_t i = 0; i < s.numel(); ++i)
     s.set_bits(i, static_cast<uint64_t>(f == MxFormat::nvfp4 ? rng.randint(0, 0xFF) : rng.randint(100, 150)));
   ts.set(0, rng.uniform(1e-3, 1.0));
+}
+
+void run_dequant(MxFormat f, DType od, std::vector<int64_t> shape, check::Rng& rng, int64_t pad = 0,
+                 int64_t out_misalign = 0) {
+  SCOPED_TRACE(testing::Message() << mx_format_name(f) << " -> " << dtype_name(od) << " shape "
+                                  << testing::PrintToString(shape) << " pad " << pad << " misalign " << out_misalign);
+  PlacedTensor q(code_dtype(f), shape, pad), s(scale_dtype(f), scale_shape(shape, f), pad), ts(DType::f32, {1});
+  fill_codes_and_scales(f, q, s, ts, rng);
   const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
   PlacedTensor out(od, shape, pad, out_misalign), out_ref(od, shape);
   TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), f, q, s, tsv, out_ref));
@@ -655,6 +652,37 @@ void dequant_random_shapes(check::Rng& rng) {
 TEST(DequantMxKernel, RandomShapesMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
   dequant_random_shapes(rng);
+}
+
+// As QuantMxKernel.LinearWalkOnlyWhereRowsLieEndToEnd, for dequant_mx: the linear walk (a vector
+// placed from its flat index) only where out's, q's and the scales' rows all lie end to end, or
+// there is one row; with any one padded the launch walks rows; the outputs match the reference
+// bit for bit and the padding stays untouched, under quant.linear=0 too.
+TEST(DequantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (MxFormat f : kFormats) {
+    const int64_t B = mx_block_size(f);
+    for (DType od : {DType::bf16, DType::f32}) {
+      SCOPED_TRACE(testing::Message() << mx_format_name(f) << " -> " << dtype_name(od));
+      for_each_walk_layout(7, [&](int padded, int64_t rows, int linear) {
+        const std::vector<int64_t> shape{rows, 6 * B};
+        PlacedTensor q(code_dtype(f), shape, padded == 1 ? 32 : 0);
+        PlacedTensor s(scale_dtype(f), scale_shape(shape, f), padded == 2 ? 4 : 0);
+        PlacedTensor ts(DType::f32, {1});
+        fill_codes_and_scales(f, q, s, ts, rng);
+        const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
+        PlacedTensor out(od, shape, padded == 0 ? 8 : 0), out_ref(od, shape);
+        const quant_kernel::DequantLaunch l =
+            quant_kernel::dequant_launch(quant_kernel::plan_dequant(q, s, tsv, out, B), 0);
+        ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
+        EXPECT_EQ(l.config.linear, walks_linearly(padded, rows, linear)) << l.config.to_string();
+        TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::reference), f, q, s, tsv, out_ref));
+        TEJAS_ASSERT_OK(dequant_mx(backend_ctx(Backend::emulator), f, q, s, tsv, out));
+        expect_same_bits(out, out_ref, "out");
+        EXPECT_TRUE(out.outside_untouched()) << "out: wrote outside its view";
+      });
+    }
+  }
 }
 
 TEST(QuantMxKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
