@@ -207,7 +207,9 @@ struct GroupWalk<false> {
   __device__ __forceinline__ int64_t q_byte(const QuantParams& p, int64_t group_bytes) const {
     return at.row * p.q_row_stride_bytes + at.gi * group_bytes;
   }
-  __device__ __forceinline__ int64_t scale_index(const QuantParams& p) const { return at.row * p.s_row_stride + at.gi; }
+  __device__ __forceinline__ int64_t scale_index(const QuantParams& p) const {
+    return at.row * p.s_row_stride + at.gi;
+  }
 };
 
 template <>
@@ -216,7 +218,9 @@ struct GroupWalk<true> {
   __device__ __forceinline__ static GroupWalk of(int64_t g, const QuantParams&) { return {g}; }
   __device__ __forceinline__ void advance(int64_t n, const QuantParams&) { g += n; }
   __device__ __forceinline__ bool live(const QuantParams&, int64_t total) const { return g < total; }
-  __device__ __forceinline__ int64_t x_elem(const QuantParams& p) const { return g * static_cast<int32_t>(p.group); }
+  __device__ __forceinline__ int64_t x_elem(const QuantParams& p) const {
+    return g * static_cast<int32_t>(p.group);  // group <= 32 lanes x 4 chunks x 8 elements
+  }
   __device__ __forceinline__ int64_t q_byte(const QuantParams&, int64_t group_bytes) const {
     return g * static_cast<int32_t>(group_bytes);
   }
@@ -885,7 +889,8 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
   const int64_t first_j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t total_vecs = p.rows * vecs_per_row;  // kLinear's bound
   const Split first = kLinear ? Split{0, 0} : split(first_j);
-  const Split step = kLinear ? Split{0, 0} : split(stride), iteration = kLinear ? Split{0, 0} : split(stride * p.steps);
+  const Split step = kLinear ? Split{0, 0} : split(stride);
+  const Split iteration = kLinear ? Split{0, 0} : split(stride * p.steps);
   int64_t row = first.rows;
   int32_t kv = first.vecs;
   int64_t j = first_j;  // kLinear: the walk itself

@@ -36,10 +36,13 @@ QuantKernel quant_vec_kernel_for(CodeFormat f, ScaleRule rule, bool fast, bool t
   if constexpr (sizeof(typename X::Raw) == 2) {
     if (f == e2m1 && fast && clean && rule == ScaleRule::nvfp4) return clean_table_kernel<X, L>();
   }
-  if (f == e2m1 && fast) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true, false, false, L>
-                                                           : quant_vec_kernel<X, e2m1, ScaleRule::mx, true, false, false, L>;
-  if (f == e2m1) return rule == ScaleRule::nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, false, false, false, L>
-                                                 : quant_vec_kernel<X, e2m1, ScaleRule::mx, false, false, false, L>;
+  if (f == e2m1) {
+    const bool nvfp4 = rule == ScaleRule::nvfp4;
+    if (fast) return nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, true, false, false, L>
+                           : quant_vec_kernel<X, e2m1, ScaleRule::mx, true, false, false, L>;
+    return nvfp4 ? quant_vec_kernel<X, e2m1, ScaleRule::nvfp4, false, false, false, L>
+                 : quant_vec_kernel<X, e2m1, ScaleRule::mx, false, false, false, L>;
+  }
   switch (rule) {
     case ScaleRule::fp8_f32:
       if constexpr (sizeof(typename X::Raw) == 2) {
@@ -55,8 +58,8 @@ QuantKernel quant_vec_kernel_for(CodeFormat f, ScaleRule rule, bool fast, bool t
 template <class X>
 QuantKernel quant_kernel_for(CodeFormat f, ScaleRule rule, bool vectorized, bool fast, bool tie_bias, bool clean,
                              bool linear) {
-  if (!vectorized)
-    return f == CodeFormat::e4m3 ? quant_generic_kernel<X, CodeFormat::e4m3> : quant_generic_kernel<X, CodeFormat::e2m1>;
+  using enum CodeFormat;
+  if (!vectorized) return f == e4m3 ? quant_generic_kernel<X, e4m3> : quant_generic_kernel<X, e2m1>;
   return linear ? quant_vec_kernel_for<X, true>(f, rule, fast, tie_bias, clean)
                 : quant_vec_kernel_for<X, false>(f, rule, fast, tie_bias, clean);
 }
@@ -95,8 +98,8 @@ DequantKernel dequant_vec_kernel_for(CodeFormat f, bool packed, bool nvfp4) {
 
 template <class O>
 DequantKernel dequant_kernel_for(CodeFormat f, bool vectorized, bool packed, bool nvfp4, bool linear) {
-  if (!vectorized)
-    return f == CodeFormat::e4m3 ? dequant_generic_kernel<O, CodeFormat::e4m3> : dequant_generic_kernel<O, CodeFormat::e2m1>;
+  using enum CodeFormat;
+  if (!vectorized) return f == e4m3 ? dequant_generic_kernel<O, e4m3> : dequant_generic_kernel<O, e2m1>;
   return linear ? dequant_vec_kernel_for<O, true>(f, packed, nvfp4)
                 : dequant_vec_kernel_for<O, false>(f, packed, nvfp4);
 }

@@ -144,7 +144,8 @@ TEST(QuantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
       const TensorView tsv = f == MxFormat::nvfp4 ? ts.view() : TensorView{};
       PlacedTensor q(qd, shape, padded == 1 ? 32 : 0), s(sd, ss, padded == 2 ? 4 : 0);
       PlacedTensor q_ref(qd, shape), s_ref(sd, ss);
-      const quant_kernel::QuantLaunch l = quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, tsv, B, rule), 0);
+      const quant_kernel::QuantLaunch l =
+          quant_kernel::quant_launch(quant_kernel::plan_quant(x, q, s, tsv, B, rule), 0);
       ASSERT_TRUE(l.config.vectorized) << l.config.to_string();
       EXPECT_EQ(l.config.linear, walks_linearly(padded, rows, linear)) << l.config.to_string();
       TEJAS_ASSERT_OK(quant_mx(backend_ctx(Backend::reference), f, x, q_ref, s_ref, tsv));
@@ -608,7 +609,8 @@ namespace {
 // Random codes, block scales (ue8m0 around 2^0, or any e4m3 byte) and a tensor scale for dequant.
 void fill_codes_and_scales(MxFormat f, PlacedTensor& q, PlacedTensor& s, PlacedTensor& ts, check::Rng& rng) {
   const uint64_t max_code = f == MxFormat::mxfp8 ? 0xFF : 0xF;
-  for (int64_t i = 0; i < q.numel(); ++i) q.set_bits(i, static_cast<uint64_t>(rng.randint(0, static_cast<int64_t>(max_code))));
+  for (int64_t i = 0; i < q.numel(); ++i)
+    q.set_bits(i, static_cast<uint64_t>(rng.randint(0, static_cast<int64_t>(max_code))));
   for (int64_t i = 0; i < s.numel(); ++i)
     s.set_bits(i, static_cast<uint64_t>(f == MxFormat::nvfp4 ? rng.randint(0, 0xFF) : rng.randint(100, 150)));
   ts.set(0, rng.uniform(1e-3, 1.0));
