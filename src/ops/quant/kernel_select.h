@@ -17,9 +17,10 @@ using QuantKernel = void (*)(QuantParams);
 using DequantKernel = void (*)(DequantParams);
 
 // Version 7's kernel (nvfp4 from 16-bit x): by storage type, and by dtype (nullptr for f32 x;
-// launch.cu asks its occupancy before planning: the linear instance's, as both walks fit the 4
-// CTAs per SM of its launch bound, 56 / 62 registers bf16 / f16 linear and 62 / 64 by row on
-// sm_90a).
+// launch.cu asks its occupancy before planning: the linear instance's, which answers for the row
+// walk's too because both walks give the same CTAs per SM: on sm_90a 56 / 62 registers (bf16 /
+// f16) linear and 62 / 64 by row, 4 CTAs, the launch bound; on sm_80 72 either way, 3 CTAs. A
+// count that differed would cost only speed: the persistent grid is a grid-stride loop).
 template <class X, bool kLinear = true>
 QuantKernel clean_table_kernel() {
   return quant_vec_kernel<X, CodeFormat::e2m1, ScaleRule::nvfp4, true, false, true, kLinear>;

@@ -133,7 +133,7 @@ TEST(QuantFp8GroupKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
   for (DType sd : {DType::f32, DType::ue8m0}) {
     SCOPED_TRACE(testing::Message() << "scales " << dtype_name(sd));
     for_each_walk_layout(5, [&](int padded, int64_t rows, int linear) {
-      const std::vector<int64_t> shape{rows, 3 * kGroup};
+      const std::vector<int64_t> shape{rows, 24 * kGroup};  // 5 rows: 2 blocks
       const auto ss = scale_shape(shape, kGroup);
       PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
       fill_grouped(x, rng, kGroup);

@@ -134,7 +134,7 @@ TEST(QuantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
     const int64_t B = mx_block_size(f);
     const auto rule = f == MxFormat::nvfp4 ? quant_kernel::ScaleRule::nvfp4 : quant_kernel::ScaleRule::mx;
     for_each_walk_layout(7, [&](int padded, int64_t rows, int linear) {
-      const std::vector<int64_t> shape{rows, 6 * B};
+      const std::vector<int64_t> shape{rows, 96 * B};  // 7 rows: 2-3 blocks
       const auto ss = scale_shape(shape, f);
       const DType qd = code_dtype(f), sd = scale_dtype(f);
       PlacedTensor x(DType::bf16, shape, padded == 0 ? 8 : 0);
@@ -430,13 +430,16 @@ TEST(QuantMxKernel, Nvfp4NearTiesRoundExactly) {
 // group-lanes that took a clean multiplier within the host's bounds (two lanes per group).
 // quant.clean_table=0 runs version 5 on the same data with no event.
 template <class S>
-void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
-  SCOPED_TRACE(testing::Message() << dtype_name(xd) << " tensor scale " << tsv << " quant.clean_table=" << clean_table);
+// pad: row padding (elements) of x, q and the scales: the row walk's instance of the kernel.
+void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table, int linear = 1, int64_t pad = 0) {
+  SCOPED_TRACE(testing::Message() << dtype_name(xd) << " tensor scale " << tsv << " quant.clean_table=" << clean_table
+                                  << " quant.linear=" << linear << " pad " << pad);
   detail::Tune t;
   t.quant_clean_table = clean_table;
+  t.quant_linear = linear;
   const detail::ScopedTuneOverride variant(t);
   constexpr int64_t B = 16, kRows = 17, K = 4096;  // 4352 groups: 8.5 block steps of 512 on 2 CTAs
-  PlacedTensor x(xd, {kRows, K}), ts(DType::f32, {1});
+  PlacedTensor x(xd, {kRows, K}, pad), ts(DType::f32, {1});
   ts.set(0, tsv);
   const auto nearest = [&](double v) { return S::to_f32(S::from_f32(static_cast<float>(v))); };
   const double mids[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
@@ -485,7 +488,15 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table) {
       if (rng.randint(0, 1)) x.set(g * B + k, -x.value(g * B + k));
     }
   }
-  const MxCase c{MxFormat::nvfp4, xd, {kRows, K}};
+  const MxCase c{MxFormat::nvfp4, xd, {kRows, K}, pad};
+  {  // the walk and the table planned as asked (on the emulator's resident CTAs)
+    PlacedTensor q(DType::e2m1, c.shape, pad), s(DType::e4m3, scale_shape(c.shape, c.f), pad);
+    quant_kernel::QuantPlan plan = quant_kernel::plan_quant(x, q, s, ts, B, quant_kernel::ScaleRule::nvfp4);
+    plan.resident_ctas = quant_kernel::kEmuResidentCtas;
+    const quant_kernel::QuantConfig planned = quant_kernel::quant_launch(plan, 0).config;
+    EXPECT_EQ(planned.clean_table, clean_table == 1) << planned.to_string();
+    EXPECT_EQ(planned.linear, linear == 1 && pad == 0) << planned.to_string();
+  }
   check_quant(c, x, &ts);
   if (kernel_backend() != Backend::emulator) return;  // the events are the emulator's
   const auto& events = last_counters().events;
@@ -553,6 +564,10 @@ TEST(QuantMxKernel, Nvfp4CleanTableMatchesReference) {
     nvfp4_clean_table<num::F16>(rng, DType::f16, tsv, 1);
   }
   nvfp4_clean_table<num::Bf16>(rng, DType::bf16, calibrated, 0);
+  // The table's kernel on the row walk too: padded rows, and quant.linear=0.
+  nvfp4_clean_table<num::Bf16>(rng, DType::bf16, calibrated, 1, 1, 16);
+  nvfp4_clean_table<num::F16>(rng, DType::f16, 0.05f, 1, 1, 16);
+  nvfp4_clean_table<num::Bf16>(rng, DType::bf16, 0.02f, 1, 0);
   // Planned only where each CTA has kCleanMinSteps warp steps: a smaller nvfp4 call keeps version 5.
   run_random({MxFormat::nvfp4, DType::bf16, {3, 4096}}, rng);
   EXPECT_TRUE(last_counters().events.empty());
@@ -571,6 +586,8 @@ TEST(QuantMxKernel, CudaNvfp4CleanTableMatchesReference) {
     nvfp4_clean_table<num::Bf16>(rng, DType::bf16, tsv, 1);
     nvfp4_clean_table<num::F16>(rng, DType::f16, tsv, 1);
   }
+  nvfp4_clean_table<num::Bf16>(rng, DType::bf16, calibrated, 1, 1, 16);
+  nvfp4_clean_table<num::F16>(rng, DType::f16, 0.05f, 1, 1, 16);
 }
 
 TEST(QuantMxKernel, CountersAtTheIdeal) {
@@ -667,7 +684,7 @@ TEST(DequantMxKernel, LinearWalkOnlyWhereRowsLieEndToEnd) {
     for (DType od : {DType::bf16, DType::f32}) {
       SCOPED_TRACE(testing::Message() << mx_format_name(f) << " -> " << dtype_name(od));
       for_each_walk_layout(7, [&](int padded, int64_t rows, int linear) {
-        const std::vector<int64_t> shape{rows, 6 * B};
+        const std::vector<int64_t> shape{rows, 96 * B};  // 7 rows: 2-6 blocks, both steps of a thread
         PlacedTensor q(code_dtype(f), shape, padded == 1 ? 32 : 0);
         PlacedTensor s(scale_dtype(f), scale_shape(shape, f), padded == 2 ? 4 : 0);
         PlacedTensor ts(DType::f32, {1});
