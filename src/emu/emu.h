@@ -309,6 +309,12 @@ inline constexpr int kRsqrtfMaxUlps = 2;
 int fast_expf_max_ulps(float x);
 inline constexpr int kFdividefMaxUlps = 2;
 float gpu_fast_expf(float x);       // __expf, by math_mode()
+// ex2.approx.ftz.f32 (ptx::ex2_approx_ftz_f32): 2^x within kEx2ApproxMaxUlps of the correctly
+// rounded result (PTX ISA, "Floating Point Instructions: ex2"), subnormal inputs and results
+// flushed to sign-preserving zero (so a subnormal x gives 1, and a result below 2^-126 is +0);
+// -Inf -> +0, +-0 -> 1, +Inf -> +Inf, NaN -> NaN, exact. By math_mode().
+inline constexpr int kEx2ApproxMaxUlps = 2;
+float gpu_ex2_approx_ftz(float x);
 float gpu_fdividef(float x, float y);  // __fdividef, by math_mode()
 MathMode math_mode();           // TEJAS_EMU_MATH=gpu|exact, read once (unknown values: gpu, warned)
 void set_math_mode(MathMode m); // overrides the environment for the process (tests)

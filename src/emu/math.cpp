@@ -18,6 +18,7 @@ constexpr uint64_t kSaltExpf = 0x65787066ull;    // "expf"
 constexpr uint64_t kSaltRsqrtf = 0x72737172ull;  // "rsqr"
 constexpr uint64_t kSaltFastExpf = 0x5f657870ull;  // "_exp"
 constexpr uint64_t kSaltFdividef = 0x5f646976ull;  // "_div"
+constexpr uint64_t kSaltEx2 = 0x5f657832ull;       // "_ex2"
 constexpr float kF32MinNormal = 1.17549435e-38f;   // 2^-126
 constexpr uint32_t kSignBit = 0x80000000u;
 constexpr uint32_t kMaxFiniteMagnitude = 0x7f7fffffu;  // FLT_MAX
@@ -133,6 +134,16 @@ float gpu_fast_expf(float x) {
     r = move_ulps(r, ulp_offset(current_seed(), kSaltFastExpf, x, fast_expf_max_ulps(x)));
   }
   return r < kF32MinNormal ? 0.0f : r;  // ftz: a subnormal result is +0 (and e^x > 0: no sign)
+}
+
+float gpu_ex2_approx_ftz(float x) {
+  if (std::fabs(x) < kF32MinNormal) x = 0.0f;  // a subnormal input is a (signed) zero: 2^x = 1
+  // 2^x in double (exact for integer x, within a double ulp otherwise), rounded once to f32.
+  float r = static_cast<float>(std::exp2(static_cast<double>(x)));
+  if (std::isfinite(r) && r != 0.0f && x != 0.0f && math_mode() == MathMode::gpu) {
+    r = move_ulps(r, ulp_offset(current_seed(), kSaltEx2, x, kEx2ApproxMaxUlps));
+  }
+  return r < kF32MinNormal ? 0.0f : r;  // ftz: a subnormal result is +0 (2^x > 0: no sign)
 }
 
 float gpu_fdividef(float x, float y) {

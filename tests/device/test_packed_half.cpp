@@ -75,6 +75,9 @@ void check_ops(check::Rng& rng) {
       // min / max: bit for bit the smaller / larger operand (equal operands, two zeros of
       // different signs, are outside the model: packed_half.h).
       if (x != y) ok = ok && mn == (x < y ? la : lb) && mx == (x < y ? lb : la);
+      // min / max.NaN agree with them away from NaN.
+      const uint16_t mn_nan = lane_of(num::hmin2_nan<H>(a, b)), mx_nan = lane_of(num::hmax2_nan<H>(a, b));
+      if (x != y) ok = ok && mn_nan == mn && mx_nan == mx;
       if (!ok && ++bad <= kMaxReported)
         ADD_FAILURE() << std::hex << "lane " << lane << " a " << la << " b " << lb << ": mul " << mul << " add " << add
                       << " min " << mn << " max " << mx;
@@ -85,6 +88,13 @@ void check_ops(check::Rng& rng) {
   const uint32_t nan2 = 0x7FFF7FFFu, one = std::is_same_v<H, num::Bf16> ? 0x3F803F80u : 0x3C003C00u;
   EXPECT_EQ(num::hmin2<H>(nan2, one), one);
   EXPECT_EQ(num::hmax2<H>(one, nan2), one);
+  // min / max.NaN: a NaN in either operand's lane gives that lane the canonical NaN, the other
+  // lane its own result (a clamp that keeps NaN, as `x > c ? c : x` does).
+  const uint32_t nan_lo = (one & 0xFFFF0000u) | 0x7FC1u, two = 0x40004000u;  // 2.0 in both
+  EXPECT_EQ(num::hmin2_nan<H>(nan_lo, two), (one & 0xFFFF0000u) | num::kCanonicalNaN16);
+  EXPECT_EQ(num::hmax2_nan<H>(two, nan_lo), (two & 0xFFFF0000u) | num::kCanonicalNaN16);
+  EXPECT_EQ(num::hmin2_nan<H>(two, nan2), 0x7FFF7FFFu);
+  EXPECT_EQ(num::hmax2_nan<H>(nan2, nan2), 0x7FFF7FFFu);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "device/math.h"
 #include "device/prelude.h"
+#include "device/ptx/ex2.h"
 #include "device/ptx/ld_st.h"
 #include "emu_test_util.h"
 #include "support/seed.h"
@@ -324,6 +325,43 @@ TEST_F(EmuMath, FastIntrinsicsWithinTheirBounds) {
   emu::set_math_mode(emu::MathMode::exact);
   EXPECT_EQ(bits(emu::gpu_fast_expf(1.5f)), bits(emu::correctly_rounded_expf(1.5f)));
   EXPECT_EQ(bits(emu::gpu_fdividef(1.0f, 3.0f)), bits(1.0f / 3.0f));
+}
+
+// ex2.approx.ftz's model (ptx::ex2_approx_ftz_f32): within 2 ulps of the correctly rounded 2^x,
+// subnormal inputs read as zero and subnormal results flushed to +0, special values exact; and
+// dev::fast_expf, ex2.approx.ftz of x log2(e) on the device and under emulation alike, within
+// what those two steps allow where its result is normal (the sigmoid's range, |x| <= 80).
+TEST_F(EmuMath, Ex2ApproxFtzWithinItsBound) {
+  TEJAS_SEEDED_TEST_RNG();
+  emu::set_math_mode(emu::MathMode::gpu);
+  int moved = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float x = static_cast<float>(rng.uniform(-125.0, 127.0));
+    const float want = static_cast<float>(std::exp2(static_cast<double>(x)));
+    const float got = tejas::ptx::ex2_approx_ftz_f32(x);
+    const int64_t d = steps(got, want);
+    EXPECT_LE(d, emu::kEx2ApproxMaxUlps) << "x = " << x;
+    moved += d != 0;
+    EXPECT_EQ(bits(got), bits(tejas::ptx::ex2_approx_ftz_f32(x))) << "equal inputs, equal results";
+    // The composite: 2 ulp, plus the product's rounding (half an ulp of |e| log2(e), and the f32
+    // log2(e)'s own 1.3e-8 relative error, times ln 2: up to 1.22 |e| result ulps), plus one for the
+    // final rounding: within about a ulp of __expf's documented 2 + floor(1.173 |e|), looser.
+    const float e = static_cast<float>(rng.uniform(-80.0, 80.0));
+    const auto composite_ulps = static_cast<int64_t>(emu::kEx2ApproxMaxUlps + 1 + std::ceil(1.22 * std::fabs(e)));
+    EXPECT_LE(steps(tejas::dev::fast_expf(e), emu::correctly_rounded_expf(e)), composite_ulps) << "e = " << e;
+  }
+  EXPECT_GT(moved, 1000) << "gpu mode must probe the error";
+  EXPECT_EQ(tejas::ptx::ex2_approx_ftz_f32(from_bits(0x00000001u)), 1.0f);  // subnormal input: 2^0
+  EXPECT_EQ(tejas::ptx::ex2_approx_ftz_f32(-0.0f), 1.0f);
+  EXPECT_EQ(bits(tejas::ptx::ex2_approx_ftz_f32(-kInf)), bits(0.0f));
+  EXPECT_EQ(bits(tejas::ptx::ex2_approx_ftz_f32(-130.0f)), bits(0.0f));    // subnormal result: +0
+  EXPECT_EQ(tejas::ptx::ex2_approx_ftz_f32(kInf), kInf);
+  EXPECT_EQ(tejas::ptx::ex2_approx_ftz_f32(128.0f), kInf);
+  EXPECT_TRUE(std::isnan(tejas::ptx::ex2_approx_ftz_f32(kNaN)));
+  emu::set_math_mode(emu::MathMode::exact);
+  EXPECT_EQ(bits(tejas::ptx::ex2_approx_ftz_f32(0.3f)), bits(static_cast<float>(std::exp2(0.3))));
+  EXPECT_EQ(bits(tejas::ptx::ex2_approx_ftz_f32(-126.0f)), bits(1.17549435e-38f));  // 2^-126: normal
+  EXPECT_EQ(bits(tejas::ptx::ex2_approx_ftz_f32(-127.0f)), bits(0.0f));            // 2^-127: flushed
 }
 
 }  // namespace

@@ -25,6 +25,9 @@
 
 namespace tejas::num {
 
+// The canonical NaN of bf16 and f16 (PTX ISA): what min / max.NaN return for a NaN lane.
+inline constexpr uint16_t kCanonicalNaN16 = 0x7FFF;
+
 namespace detail {
 template <class H>
 struct Half2Type;
@@ -54,12 +57,13 @@ __device__ __forceinline__ uint32_t as_word(typename Half2Type<H>::Pair p) {
 }
 #endif
 
-enum class HalfOp { mul, add, min, max };
+enum class HalfOp { mul, add, min, max, min_nan, max_nan };
 
-// Host model of one lane: min / max return the other operand for one NaN (as min / max.bf16x2).
-// Not modelled (the kernels' min / max always have a positive constant as one operand): two
-// zeros of different signs and two NaNs (the model returns the first operand; the GPU orders
-// -0 below +0 and returns its canonical NaN).
+// Host model of one lane: min / max return the other operand for one NaN (as min / max.bf16x2);
+// min_nan / max_nan (min / max.NaN) return the canonical NaN when either operand is NaN.
+// Not modelled (the kernels' min / max always have a nonzero constant as one operand): two
+// zeros of different signs and, for min / max, two NaNs (the model returns the first operand;
+// the GPU orders -0 below +0 and returns its canonical NaN).
 template <class H, HalfOp kOp>
 __host__ __device__ inline uint16_t host_lane(uint16_t a, uint16_t b) {
   const double x = H::to_f32(a), y = H::to_f32(b);
@@ -67,6 +71,9 @@ __host__ __device__ inline uint16_t host_lane(uint16_t a, uint16_t b) {
     return Half2Type<H>::from_d(x * y).x;
   } else if constexpr (kOp == HalfOp::add) {
     return Half2Type<H>::from_d(x + y).x;
+  } else if constexpr (kOp == HalfOp::min_nan || kOp == HalfOp::max_nan) {
+    if (x != x || y != y) return kCanonicalNaN16;
+    return (kOp == HalfOp::min_nan ? y < x : y > x) ? b : a;
   } else {
     const bool take_b = x != x ? true : y != y ? false : kOp == HalfOp::min ? y < x : y > x;
     return take_b ? b : a;
@@ -81,7 +88,9 @@ __host__ __device__ __forceinline__ uint32_t half2_op(uint32_t a, uint32_t b) {
   if constexpr (kOp == HalfOp::mul) return as_word<H>(__hmul2_rn(pa, pb));
   else if constexpr (kOp == HalfOp::add) return as_word<H>(__hadd2_rn(pa, pb));
   else if constexpr (kOp == HalfOp::min) return as_word<H>(__hmin2(pa, pb));
-  else return as_word<H>(__hmax2(pa, pb));
+  else if constexpr (kOp == HalfOp::max) return as_word<H>(__hmax2(pa, pb));
+  else if constexpr (kOp == HalfOp::min_nan) return as_word<H>(__hmin2_nan(pa, pb));
+  else return as_word<H>(__hmax2_nan(pa, pb));
 #else
   const uint32_t lo = host_lane<H, kOp>(static_cast<uint16_t>(a), static_cast<uint16_t>(b));
   const uint32_t hi = host_lane<H, kOp>(static_cast<uint16_t>(a >> 16), static_cast<uint16_t>(b >> 16));
@@ -106,6 +115,16 @@ __host__ __device__ __forceinline__ uint32_t hmin2(uint32_t a, uint32_t b) {
 template <class H>
 __host__ __device__ __forceinline__ uint32_t hmax2(uint32_t a, uint32_t b) {
   return detail::half2_op<H, detail::HalfOp::max>(a, b);
+}
+// min / max.NaN (sm_80+): as hmin2 / hmax2, but a NaN in either operand gives the canonical NaN
+// (so a clamp by them keeps NaN, as the comparisons `x > c ? c : x` do).
+template <class H>
+__host__ __device__ __forceinline__ uint32_t hmin2_nan(uint32_t a, uint32_t b) {
+  return detail::half2_op<H, detail::HalfOp::min_nan>(a, b);
+}
+template <class H>
+__host__ __device__ __forceinline__ uint32_t hmax2_nan(uint32_t a, uint32_t b) {
+  return detail::half2_op<H, detail::HalfOp::max_nan>(a, b);
 }
 
 // ---- e2m1 from packed 16-bit floats -----------------------------------------------------------

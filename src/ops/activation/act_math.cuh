@@ -12,6 +12,7 @@
 // ulp of the correctly rounded value.
 #pragma once
 #include "device/numeric/convert.h"
+#include "device/numeric/packed_half.h"
 #include "device/numeric/storage.h"
 #include "device/math.h"  // dev::expf: the GPU's error under emulation
 #include "device/prelude.h"
@@ -47,54 +48,102 @@ inline constexpr float kExpMinusShift = 1.6038108905486379e-28f;  // e^-64, roun
 // (two MUFU ops)
 // instead of expf's range reduction and an IEEE division's Newton steps and slow-path check.
 // Below a = -80 both take the scaled accurate path.
+// The scaled path (a < -80), both maths.
+__device__ __forceinline__ float scaled_times_sigmoid(float g, float a, float m) {
+  const float ts = dev::expf(a + kSigmoidShift);  // e^a e^64
+  if (ts == 0.0f) return -0.0f * m;  // a -> -Inf (or so negative that e^a underflows): the limit
+  const float p = g * ts;
+  const float scaled = p * m;
+  if (fabsf(scaled) > num::F32::kMaxFinite && fabsf(m) <= num::F32::kMaxFinite) return p * kExpMinusShift * m;
+  return scaled * kExpMinusShift;
+}
+
+// The fast form for a >= -80 (and NaN: NaN out): sigmoid(a) = w s with s = 1 / (1 + t) and w = 1
+// (a >= 0) or t, so the result is ((g w) s) m: the same products as `g s m` and `g t s m`, bit
+// for bit (g 1 = g), with one select instead of a predicated multiply chain (SASS sm_90a).
+__device__ __forceinline__ float fast_times_sigmoid(float g, float a, float m) {
+  const float t = dev::fast_expf(-fabsf(a));      // >= e^-80: a normal f32, not flushed
+  const float s = dev::fdividef(1.0f, 1.0f + t);  // 1 / (1 + t) in [1/2, 1]
+  const float w = a >= 0.0f ? 1.0f : t;
+  return g * w * s * m;
+}
+
 template <bool kFast = false>
 __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
-  if (a < kScaledSigmoidBelow) {
-    const float ts = dev::expf(a + kSigmoidShift);  // e^a e^64
-    if (ts == 0.0f) return -0.0f * m;  // a -> -Inf (or so negative that e^a underflows): the limit
-    const float p = g * ts;
-    const float scaled = p * m;
-    if (fabsf(scaled) > num::F32::kMaxFinite && fabsf(m) <= num::F32::kMaxFinite) return p * kExpMinusShift * m;
-    return scaled * kExpMinusShift;
-  }
-  if constexpr (kFast) {
-    const float t = dev::fast_expf(-fabsf(a));      // >= e^-80: a normal f32, not flushed
-    const float s = dev::fdividef(1.0f, 1.0f + t);  // 1 / (1 + t) in [1/2, 1]
-    if (a >= 0.0f) return g * s * m;
-    return g * t * s * m;
-  }
+  if (a < kScaledSigmoidBelow) return scaled_times_sigmoid(g, a, m);
+  if constexpr (kFast) return fast_times_sigmoid(g, a, m);
   const float t = dev::expf(-fabsf(a));
   if (a >= 0.0f) return g / (1.0f + t) * m;
   return g * t / (1.0f + t) * m;
 }
 
-// silu(g) * up.
-template <bool kFast = false>
-__device__ __forceinline__ float silu_times(float g, float up) { return times_sigmoid<kFast>(g, g, up); }
-
-// gelu_tanh(g) * up: 0.5 g (1 + tanh(z)) = g sigmoid(2z). g^3 overflows to +-Inf for huge |g|,
-// which gives the limits (g, or -0) as well.
-template <bool kFast = false>
-__device__ __forceinline__ float gelu_tanh_times(float g, float up) {
-  const float z = kSqrt2OverPi * (g + kGeluCubic * g * g * g);
-  return times_sigmoid<kFast>(g, 2.0f * z, up);
-}
-
-// The comparisons keep NaN (fminf / fmaxf would drop it).
-template <bool kFast = false>
-__device__ __forceinline__ float clamped_swiglu(float gate, float up, const ActOptions& o) {
-  const float g = gate > o.limit ? o.limit : gate;
-  const float u = up > o.limit ? o.limit : (up < -o.limit ? -o.limit : up);
-  return times_sigmoid<kFast>(g, o.alpha * g, u + 1.0f);
-}
-
-template <Act kAct, bool kFast = false>
-__device__ __forceinline__ float gated(float gate, float up, const ActOptions& o) {
+// The three factors of g sigmoid(a) m for one element: silu (g, g, up); gelu_tanh (g, 2z, up):
+// 0.5 g (1 + tanh(z)) = g sigmoid(2z), and g^3 overflows to +-Inf for huge |g|, which gives the
+// limits (g, or -0) as well; clamped SwiGLU (min(g, limit), alpha g, clamp(up) + 1), whose
+// comparisons keep NaN (fminf / fmaxf would drop it). kClamp: the clamps here, in f32; false
+// where the caller clamped x's 16-bit words already (clamp_pairs).
+struct SigmoidTerms {
+  float g, a, m;
+};
+template <Act kAct, bool kClamp = true>
+__device__ __forceinline__ SigmoidTerms gated_terms(float gate, float up, const ActOptions& o) {
   if constexpr (kAct == Act::gelu_tanh) {
-    return gelu_tanh_times<kFast>(gate, up);
+    return {gate, 2.0f * (kSqrt2OverPi * (gate + kGeluCubic * gate * gate * gate)), up};
   } else {
-    return o.clamped ? clamped_swiglu<kFast>(gate, up, o) : silu_times<kFast>(gate, up);
+    if (!o.clamped) return {gate, gate, up};
+    float g = gate, u = up;
+    if constexpr (kClamp) {
+      g = gate > o.limit ? o.limit : gate;
+      u = up > o.limit ? o.limit : (up < -o.limit ? -o.limit : up);
+    }
+    return {g, o.alpha * g, u + 1.0f};
   }
+}
+
+// The fast math (activation.fast_math / fast_math_quant) over one lane's chunk of N elements, by
+// pairs: in(i, gate, up) widens element i from the caller's registers, out(k, y0, y1) takes the
+// results of elements 2k and 2k + 1 (one packed word for 16-bit outputs). Each element keeps
+// its own branch to the scaled path (a < -80). NOTES: one predicate for the whole chunk and a
+// second pass over it when set (no branch per element, ~4 SASS instructions an element fewer)
+// kept the loaded words live across the first pass and spilled 12-20 bytes under the default
+// kernels' 32-register bound (sm_90a).
+template <Act kAct, bool kClamp, int N, class In, class Out>
+__device__ __forceinline__ void gated_fast(const In& in, const Out& out, const ActOptions& o) {
+  static_assert(N % 2 == 0, "pairs");
+  for (int k = 0; k < N / 2; ++k) {
+    float y[2];
+    for (int j = 0; j < 2; ++j) {
+      float gate, up;
+      in(2 * k + j, gate, up);
+      const SigmoidTerms t = gated_terms<kAct, kClamp>(gate, up, o);
+      y[j] = times_sigmoid<true>(t.g, t.a, t.m);
+    }
+    out(k, y[0], y[1]);
+  }
+}
+
+// Clamped SwiGLU's clamps on x's 16-bit words (2 elements each), before they are widened:
+// gate = min.NaN(gate, limit), up = min.NaN(max.NaN(up, -limit), limit), where the limit is
+// exactly a value of x's dtype (o.limit_pair, from config.cpp's with_limit_pair; 0 otherwise).
+// The same values as the f32 comparisons of gated_terms (both keep NaN; the limit is positive,
+// so no two zeros meet), for 1.5 instructions an element instead of ~7 with the up clamp's branch
+// (SASS sm_90a). Returns whether it clamped (else gated_terms must).
+template <class S, int kWords>
+__device__ __forceinline__ bool clamp_pairs(uint32_t (&gate)[kWords], uint32_t (&up)[kWords], const ActOptions& o) {
+  if (!o.clamped || o.limit_pair == 0) return false;
+  constexpr uint32_t kSigns = 0x80008000u;
+  for (int i = 0; i < kWords; ++i) {
+    gate[i] = num::hmin2_nan<S>(gate[i], o.limit_pair);
+    up[i] = num::hmin2_nan<S>(num::hmax2_nan<S>(up[i], o.limit_pair ^ kSigns), o.limit_pair);
+  }
+  return true;
+}
+
+// One element's act(gate) * up, element by element (the accurate kernels).
+template <Act kAct>
+__device__ __forceinline__ float gated(float gate, float up, const ActOptions& o) {
+  const SigmoidTerms t = gated_terms<kAct>(gate, up, o);
+  return times_sigmoid(t.g, t.a, t.m);
 }
 
 // Storage types and access words: device/numeric/storage.h.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "device/numeric/storage.h"
 #include "ops/activation/launch.h"
 #include "runtime/alignment.h"
 
@@ -55,6 +56,17 @@ GatedConfig with_gated_pipeline(const GatedProblem& p, GatedConfig c, int stages
   c.fast_math = false;  // gated_pipe_kernel has the accurate math only
   c.pipe_blocks = resident_ctas;
   return c;
+}
+
+ActOptions with_limit_pair(ActOptions o, DType x) {
+  o.limit_pair = 0;
+  if (!o.clamped || (x != DType::bf16 && x != DType::f16)) return o;
+  const uint16_t bits = x == DType::bf16 ? num::Bf16::from_f32(o.limit) : num::F16::from_f32(o.limit);
+  const float back = x == DType::bf16 ? num::Bf16::to_f32(bits) : num::F16::to_f32(bits);
+  // Exactly representable (the limit is a positive normal f32: checks.h), so the 16-bit clamp is
+  // the f32 one; otherwise the f32 clamp keeps the limit's own value.
+  if (back == o.limit) o.limit_pair = bits | (static_cast<uint32_t>(bits) << 16);
+  return o;
 }
 
 int x_halves_alignment(const TensorView& x, int64_t F) {

@@ -23,7 +23,14 @@ struct ActOptions {
   bool clamped = false;
   float limit = 7.0f;
   float alpha = 1.702f;
+  // The limit as x's 16-bit dtype in both halves of a word where it is exactly a value of that
+  // dtype, else 0 (f32 x too): the fast kernels then clamp x's words before widening them
+  // (act_math.cuh's clamp_pairs), else in f32. Set by with_limit_pair.
+  uint32_t limit_pair = 0;
 };
+
+// o with limit_pair set for x's dtype.
+ActOptions with_limit_pair(ActOptions o, DType x);
 
 // What the fused quant kernel writes: fp8 group scales as f32 or ue8m0, or an fp4 format.
 enum class QuantKind : uint8_t { fp8_f32, fp8_ue8m0, mxfp4, nvfp4 };

@@ -32,8 +32,10 @@ inline GatedConfig gated_config(const TensorView& x, const TensorView& out) {
 
 inline GatedParams gated_params(const TensorView& x, const TensorView& out, const ActOptions& o,
                                 const GatedConfig& c) {
-  return GatedParams{x.data,      out.data,      out.shape[0],      out.shape[1], x.stride[0],
-                     out.stride[0], c.threads_per_row, o, c.steps, c.pipeline_stages};
+  return GatedParams{x.data,        out.data,          out.shape[0],
+                     out.shape[1],  x.stride[0],       out.stride[0],
+                     c.threads_per_row, with_limit_pair(o, x.dtype), c.steps,
+                     c.pipeline_stages};
 }
 
 using GatedKernel = void (*)(GatedParams);
@@ -112,7 +114,7 @@ inline QuantParams quant_params(const QuantArgs& a, const QuantConfig& c) {
                      ts,          q.shape[0],  q.shape[1],
                      x.stride[0], dtype_bytes(q.dtype, q.stride[0]), s.stride[0],
                      c.threads_per_row, c.lanes_per_group, a.kind,
-                     a.options};
+                     with_limit_pair(a.options, x.dtype)};
 }
 
 using QuantKernel = void (*)(QuantParams);

@@ -47,17 +47,24 @@ __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a
 
 // Loads kQuantElems gate and up values of one lane. The helpers take their caller's site
 // (TEJAS_CALLER_PARAM, device/prelude.h): each call is its own request site under emulation.
-template <class S, bool kVec>
-__device__ __forceinline__ void load_lane(const typename S::Raw* gate, const typename S::Raw* up, float (&g)[kQuantElems],
-                                          float (&u)[kQuantElems] TEJAS_CALLER_PARAM) {
+// kClampPairs (the fast kernels): on the 16-byte path, clamped SwiGLU's clamps on the loaded
+// words (act_math.cuh's clamp_pairs) where o allows; returns whether they were applied.
+template <class S, bool kVec, bool kClampPairs = false>
+__device__ __forceinline__ bool load_lane(const typename S::Raw* gate, const typename S::Raw* up, float (&g)[kQuantElems],
+                                          float (&u)[kQuantElems], const ActOptions& o TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   Raw gb[kQuantElems], ub[kQuantElems];
+  bool clamped = false;
   if constexpr (kVec) {
     static_assert(sizeof(gb) == sizeof(uint4), "one 16-byte access per lane");
     const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate) TEJAS_NESTED_SITE);
     const uint4 uv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(up) TEJAS_NESTED_SITE);
-    memcpy(gb, &gv, sizeof(gv));
-    memcpy(ub, &uv, sizeof(uv));
+    uint32_t gw[4], uw[4];
+    memcpy(gw, &gv, sizeof(gv));
+    memcpy(uw, &uv, sizeof(uv));
+    if constexpr (kClampPairs) clamped = clamp_pairs<S>(gw, uw, o);
+    memcpy(gb, gw, sizeof(gv));
+    memcpy(ub, uw, sizeof(uv));
   } else {
     for (int i = 0; i < kQuantElems; ++i) gb[i] = ptx::ld_global_nc(gate + i TEJAS_NESTED_SITE);
     for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i TEJAS_NESTED_SITE);
@@ -66,6 +73,7 @@ __device__ __forceinline__ void load_lane(const typename S::Raw* gate, const typ
     g[i] = S::to_f32(gb[i]);
     u[i] = S::to_f32(ub[i]);
   }
+  return clamped;
 }
 
 // Stores kBytes code bytes of one lane.
@@ -196,21 +204,34 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
   for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * p.threads_per_row; c0 < chunks; c0 += step) {
     const int64_t c = c0 + lane;
     const bool active = row_active && c < chunks;
-    float y[kQuantElems];
+    float y[kQuantElems] = {};  // set where active, read only there (GCC cannot tell)
     float amax = 0.0f;
     float ts = 1.0f;  // nvfp4 only
     if (active) {
       const Raw* gate = static_cast<const Raw*>(p.x) + row * p.x_stride + c * kQuantElems;
-      float g[kQuantElems], u[kQuantElems];
-      load_lane<S, kVec>(gate, gate + p.F, g, u);
+      float g[kQuantElems], u[kQuantElems], v[kQuantElems];
+      const bool clamped = load_lane<S, kVec, kFast>(gate, gate + p.F, g, u, p.options);
+      const auto in = [&](int i, float& gi, float& ui) {
+        gi = g[i];
+        ui = u[i];
+      };
+      const auto out = [&](int k, float v0, float v1) {
+        v[2 * k] = v0;
+        v[2 * k + 1] = v1;
+      };
       // nvfp4's tensor scale, issued with the gate / up loads. NOTES: loaded where it is used,
       // after the amax shuffles, it cost the chunk a second trip (an L1 hit but for an SM's
       // first warps).
       if (p.kind == QuantKind::nvfp4) ts = ptx::ld_global_nc(p.tensor_scale);
+      if constexpr (kFast) {
+        if (clamped) gated_fast<Act::silu, false, kQuantElems>(in, out, p.options);
+        else gated_fast<Act::silu, true, kQuantElems>(in, out, p.options);
+      } else {
+        for (int i = 0; i < kQuantElems; ++i) v[i] = gated<Act::silu>(g[i], u[i], p.options);
+      }
       for (int i = 0; i < kQuantElems; ++i) {
-        const float v = gated<Act::silu, kFast>(g[i], u[i], p.options);
         // Beyond x's range (Inf included) counts as x's largest finite value (quant rules).
-        y[i] = fabsf(v) > S::kMaxFinite ? copysignf(S::kMaxFinite, v) : v;
+        y[i] = fabsf(v[i]) > S::kMaxFinite ? copysignf(S::kMaxFinite, v[i]) : v[i];
         amax = max_nan(amax, fabsf(y[i]));
       }
     }

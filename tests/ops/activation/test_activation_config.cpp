@@ -143,3 +143,29 @@ TEST(ActivationConfig, QuantFallsBackToElementAccesses) {
 }
 
 }  // namespace
+
+// The fast kernels clamp x's 16-bit words only where the limit is exactly a value of x's dtype:
+// then min(x, limit) in that dtype is the f32 clamp. Elsewhere (and for f32 x, or unclamped
+// silu) limit_pair is 0 and they clamp in f32, keeping the limit's own value.
+TEST(ActivationConfig, LimitPairOnlyWhereTheLimitIsExact) {
+  const auto pair = [](float limit, DType dt, bool clamped = true) {
+    act::ActOptions o;
+    o.clamped = clamped;
+    o.limit = limit;
+    return act::with_limit_pair(o, dt).limit_pair;
+  };
+  EXPECT_EQ(pair(7.0f, DType::bf16), 0x40E040E0u);
+  EXPECT_EQ(pair(7.0f, DType::f16), 0x47004700u);
+  EXPECT_EQ(pair(3.5f, DType::bf16), 0x40604060u);
+  EXPECT_EQ(pair(6.9f, DType::bf16), 0u);  // bf16 6.90625 and f16 6.8984375 are not 6.9
+  EXPECT_EQ(pair(6.9f, DType::f16), 0u);
+  EXPECT_EQ(pair(7.0078125f, DType::bf16), 0u);  // an f16 value (7 + 2^-7) but not a bf16 one
+  EXPECT_EQ(pair(7.0078125f, DType::f16), 0x47024702u);
+  EXPECT_EQ(pair(1e5f, DType::f16), 0u);  // beyond f16's range
+  EXPECT_EQ(pair(7.0f, DType::f32), 0u);
+  EXPECT_EQ(pair(7.0f, DType::bf16, false), 0u);
+  act::ActOptions stale;  // a pair left from another dtype is recomputed
+  stale.clamped = true;
+  stale.limit_pair = 0x47004700u;
+  EXPECT_EQ(act::with_limit_pair(stale, DType::bf16).limit_pair, 0x40E040E0u);
+}

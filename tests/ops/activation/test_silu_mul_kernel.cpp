@@ -75,10 +75,13 @@ TEST(SiluMulKernel, FastMathEdgeCases) {
   fast_math_edge_cases(Which::silu_clamped, silu_call(o), o);
 }
 
+// Limits 7 and 3.5 are bf16 / f16 values, so the fast kernels clamp x's 16-bit words (min / max.NaN
+// pairs); 6.9 is neither, so they clamp in f32 (act_math.cuh's clamp_pairs, config.cpp's
+// with_limit_pair).
 TEST(SiluMulKernel, ClampedMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  for (const SiluMulOptions& o : {clamped(7.0, 1.702), clamped(3.5, 1.0)})
-    for (DType dt : {DType::bf16, DType::f32})
+  for (const SiluMulOptions& o : {clamped(7.0, 1.702), clamped(3.5, 1.0), clamped(6.9, 1.702)})
+    for (DType dt : {DType::bf16, DType::f16, DType::f32})
       for (const KCase& k : {kKernelCases[1], kKernelCases[2], kKernelCases[3], kKernelCases[7]})
         run_gated_case(rng, Which::silu_clamped, dt, k, silu_call(o), 2.0 * o.limit, o);
 }

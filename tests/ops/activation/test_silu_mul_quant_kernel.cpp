@@ -131,11 +131,17 @@ TEST_P(SiluMulQuantKernel, FewAndOddGroupCounts) {
     for (const FCase& c : group_count_cases(GetParam())) run_case(rng, GetParam(), dt, c);
 }
 
+// Limit 7 (the default) is a bf16 / f16 value: the fast kernel clamps x's 16-bit words; 6.9 is
+// neither: it clamps in f32 (act_math.cuh's clamp_pairs).
 TEST_P(SiluMulQuantKernel, Clamped) {
   TEJAS_SEEDED_TEST_RNG();
-  SiluMulOptions o;
-  o.clamped = true;
-  for (const FCase& c : {kCases[1], kCases[5]}) run_case(rng, GetParam(), DType::bf16, c, o);
+  for (double limit : {7.0, 6.9}) {
+    SiluMulOptions o;
+    o.clamped = true;
+    o.limit = limit;
+    for (DType dt : {DType::bf16, DType::f16})
+      for (const FCase& c : {kCases[1], kCases[5]}) run_case(rng, GetParam(), dt, c, o);
+  }
 }
 
 // One case on the GPU: the same tensors, expectations and guards as run_case.
