@@ -38,16 +38,6 @@ inline constexpr float kScaledSigmoidBelow = -80.0f;
 inline constexpr float kSigmoidShift = 64.0f;
 inline constexpr float kExpMinusShift = 1.6038108905486379e-28f;  // e^-64, rounded to f32
 
-// g * sigmoid(a) * m, with the header's limits: g sigmoid(a) -> -0 when a = -Inf (t = 0 on the
-// negative side; then -0 * m), NaN for NaN. Above a = -80 the order is (g sigmoid(a)) m.
-// kFast (activation.fast_math: 16-bit outputs; activation.fast_math_quant: the fused kernels'
-// f32 y, judged within their tie band): above a = -80, t from __expf (2 + floor(1.173 |a|)
-// <= 95 ulp there) and 1 / (1 + t) from __fdividef (2 ulp, 1 + t in [1, 2]), then plain products
-// (subnormal results kept): the result errs by at most ~1.2e-5 (2^-16.4) relative near a = -80
-// and ~2^-21 for |a| <= 4, far below a bf16 (2^-8) or f16 (2^-11) ulp, for a few instructions
-// (two MUFU ops)
-// instead of expf's range reduction and an IEEE division's Newton steps and slow-path check.
-// Below a = -80 both take the scaled accurate path.
 // The scaled path (a < -80), both maths.
 __device__ __forceinline__ float scaled_times_sigmoid(float g, float a, float m) {
   const float ts = dev::expf(a + kSigmoidShift);  // e^a e^64
@@ -68,6 +58,16 @@ __device__ __forceinline__ float fast_times_sigmoid(float g, float a, float m) {
   return g * w * s * m;
 }
 
+// g * sigmoid(a) * m, with the header's limits: g sigmoid(a) -> -0 when a = -Inf (t = 0 on the
+// negative side; then -0 * m), NaN for NaN. Above a = -80 the order is (g sigmoid(a)) m.
+// kFast (activation.fast_math: 16-bit outputs; activation.fast_math_quant: the fused kernels'
+// f32 y, judged within their tie band): above a = -80, t from dev::fast_expf (__expf, 2 +
+// floor(1.173 |a|) <= 95 ulp there) and 1 / (1 + t) from __fdividef (2 ulp, 1 + t in [1, 2]),
+// then plain products (subnormal results kept): the result errs by at most ~1.2e-5 (2^-16.4)
+// relative near a = -80 and ~2^-21 for |a| <= 4, far below a bf16 (2^-8) or f16 (2^-11) ulp,
+// for a few instructions (two MUFU ops) instead of expf's range reduction and an IEEE
+// division's Newton steps and slow-path check.
+// Below a = -80 both take the scaled accurate path.
 template <bool kFast = false>
 __device__ __forceinline__ float times_sigmoid(float g, float a, float m) {
   if (a < kScaledSigmoidBelow) return scaled_times_sigmoid(g, a, m);

@@ -211,19 +211,19 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
       const Raw* gate = static_cast<const Raw*>(p.x) + row * p.x_stride + c * kQuantElems;
       float g[kQuantElems], u[kQuantElems], v[kQuantElems];
       const bool clamped = load_lane<S, kVec, kFast>(gate, gate + p.F, g, u, p.options);
-      const auto in = [&](int i, float& gi, float& ui) {
-        gi = g[i];
-        ui = u[i];
-      };
-      const auto out = [&](int k, float v0, float v1) {
-        v[2 * k] = v0;
-        v[2 * k + 1] = v1;
-      };
       // nvfp4's tensor scale, issued with the gate / up loads. NOTES: loaded where it is used,
       // after the amax shuffles, it cost the chunk a second trip (an L1 hit but for an SM's
       // first warps).
       if (p.kind == QuantKind::nvfp4) ts = ptx::ld_global_nc(p.tensor_scale);
       if constexpr (kFast) {
+        const auto in = [&](int i, float& gi, float& ui) {
+          gi = g[i];
+          ui = u[i];
+        };
+        const auto out = [&](int k, float v0, float v1) {
+          v[2 * k] = v0;
+          v[2 * k + 1] = v1;
+        };
         if (clamped) gated_fast<Act::silu, false, kQuantElems>(in, out, p.options);
         else gated_fast<Act::silu, true, kQuantElems>(in, out, p.options);
       } else {
