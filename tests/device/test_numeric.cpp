@@ -246,6 +246,18 @@ TEST(Numeric, PackedPairsMatchSingles) {
   const num::F32x2 h = num::f16x2_to_f32x2(0x3C00C000u);  // lo = 1.0, hi = -2.0
   EXPECT_EQ(h.lo, -2.0f);
   EXPECT_EQ(h.hi, 1.0f);
+  // Every bf16 code in each lane (the other lane a code that differs in every bit), bit for bit
+  // what the one-code widening gives: NaN payloads, signed zeros and subnormals included.
+  int64_t bad = 0;
+  for (uint32_t c = 0; c < 65536; ++c) {
+    const uint32_t other = c ^ 0xFFFFu;
+    const num::F32x2 lo = num::bf16x2_to_f32x2(c | (other << 16)), hi = num::bf16x2_to_f32x2(other | (c << 16));
+    const uint32_t want = num::f32_bits(num::bf16_to_f32(static_cast<uint16_t>(c)));
+    const uint32_t want_other = num::f32_bits(num::bf16_to_f32(static_cast<uint16_t>(other)));
+    bad += num::f32_bits(lo.lo) != want || num::f32_bits(lo.hi) != want_other || num::f32_bits(hi.hi) != want ||
+           num::f32_bits(hi.lo) != want_other;
+  }
+  EXPECT_EQ(bad, 0);
 }
 
 // ue8m0 rounds up to a power of two. For x >= 0 the CUDA conversion and ref agree; for x < 0 CUDA

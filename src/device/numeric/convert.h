@@ -38,6 +38,18 @@ struct F32x2 {
   float lo, hi;  // element 0, element 1
 };
 
+// ---- bit casts usable on host and device (the __float_as_uint intrinsics are device-only) ------
+__host__ __device__ inline uint32_t f32_bits(float v) {
+  uint32_t b;
+  memcpy(&b, &v, sizeof(b));
+  return b;
+}
+__host__ __device__ inline float bits_f32(uint32_t b) {
+  float v;
+  memcpy(&v, &b, sizeof(v));
+  return v;
+}
+
 // ---- bf16 -------------------------------------------------------------------------------------
 __host__ __device__ inline uint16_t f32_to_bf16(float x) {
   const __nv_bfloat16_raw r = __float2bfloat16_rn(x);
@@ -51,8 +63,10 @@ __host__ __device__ inline float bf16_to_f32(uint16_t code) {
 __host__ __device__ inline uint32_t f32x2_to_bf16x2(float lo, float hi) {
   return static_cast<uint32_t>(f32_to_bf16(lo)) | (static_cast<uint32_t>(f32_to_bf16(hi)) << 16);
 }
+// bf16 is the top half of an f32: each lane's bits moved into place, one shift and one mask
+// (bf16_to_f32 per lane compiled to a byte permute and a shift for the high lane, sm_90a).
 __host__ __device__ inline F32x2 bf16x2_to_f32x2(uint32_t packed) {
-  return {bf16_to_f32(static_cast<uint16_t>(packed)), bf16_to_f32(static_cast<uint16_t>(packed >> 16))};
+  return {bits_f32(packed << 16), bits_f32(packed & 0xFFFF0000u)};
 }
 
 // ---- f16 --------------------------------------------------------------------------------------
@@ -109,17 +123,6 @@ __host__ __device__ inline F32x2 fp8x2_to_f32x2(uint16_t packed, __nv_fp8_interp
 __host__ __device__ inline F32x2 e4m3x2_to_f32x2(uint16_t packed) { return detail::fp8x2_to_f32x2(packed, __NV_E4M3); }
 __host__ __device__ inline F32x2 e5m2x2_to_f32x2(uint16_t packed) { return detail::fp8x2_to_f32x2(packed, __NV_E5M2); }
 
-// ---- bit casts usable on host and device (the __float_as_uint intrinsics are device-only) ------
-__host__ __device__ inline uint32_t f32_bits(float v) {
-  uint32_t b;
-  memcpy(&b, &v, sizeof(b));
-  return b;
-}
-__host__ __device__ inline float bits_f32(uint32_t b) {
-  float v;
-  memcpy(&v, &b, sizeof(v));
-  return v;
-}
 
 // Where the cvt instructions for e2m1 and ue8m0 exist (sm_100a and its family), the conversions
 // below use them through the CUDA headers. Everywhere else (sm_80, sm_90a, and the host, so the

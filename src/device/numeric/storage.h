@@ -15,6 +15,8 @@ struct Bf16 {
   static constexpr bool kNarrow = true;                          // narrower than f32
   __host__ __device__ __forceinline__ static float to_f32(Raw r) { return bf16_to_f32(r); }
   __host__ __device__ __forceinline__ static Raw from_f32(float x) { return f32_to_bf16(x); }
+  // Both lanes of a word of two codes (element 0 in the low half).
+  __host__ __device__ __forceinline__ static F32x2 to_f32x2(uint32_t w) { return bf16x2_to_f32x2(w); }
 };
 struct F16 {
   using Raw = uint16_t;
@@ -23,6 +25,7 @@ struct F16 {
   static constexpr bool kNarrow = true;
   __host__ __device__ __forceinline__ static float to_f32(Raw r) { return f16_to_f32(r); }
   __host__ __device__ __forceinline__ static Raw from_f32(float x) { return f32_to_f16(x); }
+  __host__ __device__ __forceinline__ static F32x2 to_f32x2(uint32_t w) { return f16x2_to_f32x2(w); }
 };
 struct F32 {
   using Raw = float;

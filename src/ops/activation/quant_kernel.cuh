@@ -52,28 +52,28 @@ __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a
 template <class S, bool kVec, bool kClampPairs = false>
 __device__ __forceinline__ bool load_lane(const typename S::Raw* gate, const typename S::Raw* up, float (&g)[kQuantElems],
                                           float (&u)[kQuantElems], const ActOptions& o TEJAS_CALLER_PARAM) {
-  using Raw = typename S::Raw;
-  Raw gb[kQuantElems], ub[kQuantElems];
-  bool clamped = false;
   if constexpr (kVec) {
-    static_assert(sizeof(gb) == sizeof(uint4), "one 16-byte access per lane");
     const uint4 gv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(gate) TEJAS_NESTED_SITE);
     const uint4 uv = ptx::ld_global_nc(reinterpret_cast<const uint4*>(up) TEJAS_NESTED_SITE);
+    static_assert(sizeof(gv) == kQuantElems * sizeof(typename S::Raw), "one 16-byte access per lane");
     uint32_t gw[4], uw[4];
     memcpy(gw, &gv, sizeof(gv));
     memcpy(uw, &uv, sizeof(uv));
+    bool clamped = false;
     if constexpr (kClampPairs) clamped = clamp_pairs<S>(gw, uw, o);
-    memcpy(gb, gw, sizeof(gv));
-    memcpy(ub, uw, sizeof(uv));
+    for (int k = 0; k < kQuantElems / 2; ++k) {  // both lanes of a word at once
+      const num::F32x2 gp = S::to_f32x2(gw[k]), upair = S::to_f32x2(uw[k]);
+      g[2 * k] = gp.lo;
+      g[2 * k + 1] = gp.hi;
+      u[2 * k] = upair.lo;
+      u[2 * k + 1] = upair.hi;
+    }
+    return clamped;
   } else {
-    for (int i = 0; i < kQuantElems; ++i) gb[i] = ptx::ld_global_nc(gate + i TEJAS_NESTED_SITE);
-    for (int i = 0; i < kQuantElems; ++i) ub[i] = ptx::ld_global_nc(up + i TEJAS_NESTED_SITE);
+    for (int i = 0; i < kQuantElems; ++i) g[i] = S::to_f32(ptx::ld_global_nc(gate + i TEJAS_NESTED_SITE));
+    for (int i = 0; i < kQuantElems; ++i) u[i] = S::to_f32(ptx::ld_global_nc(up + i TEJAS_NESTED_SITE));
+    return false;
   }
-  for (int i = 0; i < kQuantElems; ++i) {
-    g[i] = S::to_f32(gb[i]);
-    u[i] = S::to_f32(ub[i]);
-  }
-  return clamped;
 }
 
 // Stores kBytes code bytes of one lane.
