@@ -1,7 +1,8 @@
 // dev::static_for (src/device/unroll.h), ptx::mov_opaque (src/device/ptx/mov.h) and
 // dev::Loaded (src/device/loaded.h) in the emulation build: static_for calls its body once per
 // index, in order, with the index usable as a constant expression; mov_opaque is the identity;
-// a Loaded value read before it was set is a poison_read finding, one set first is not.
+// a Loaded value read before it was set is a poison_read finding, one set first is not;
+// ptx::max_nan_f32 / min_nan_f32 (src/device/ptx/minmax.h) follow max / min.NaN.f32.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "device/loaded.h"
 #include "device/ptx/ld_st.h"
+#include "device/ptx/minmax.h"
 #include "device/ptx/mov.h"
 #include "device/unroll.h"
 #include "emu/emu.h"
@@ -68,6 +70,33 @@ TEST(DeviceLoaded, ReadBeforeLoadIsAFinding) {
   EXPECT_TRUE(rep.ok()) << rep.summary();  // never loaded, never read: fine
   rep = tejas::emu::launch(loaded_kernel, dim3(1), dim3(32), 0, in.data(), out.data(), false, true);
   EXPECT_TRUE(rep.has(tejas::emu::FindingKind::poison_read)) << rep.summary();
+}
+
+// max / min.NaN.f32 (PTX ISA): the canonical NaN (0x7FFFFFFF) when either operand is NaN, +0
+// above -0, else the larger / smaller operand, bit for bit.
+TEST(PtxMinMax, NanFormsFollowTheIsa) {
+  using tejas::ptx::max_nan_f32;
+  using tejas::ptx::min_nan_f32;
+  const auto bits = [](float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, sizeof(b));
+    return b;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float x : {0.0f, -0.0f, 1.5f, -3.0f, inf, -inf, 1e-40f}) {
+    EXPECT_EQ(bits(max_nan_f32(nan, x)), 0x7FFFFFFFu) << x;
+    EXPECT_EQ(bits(max_nan_f32(x, -nan)), 0x7FFFFFFFu) << x;
+    EXPECT_EQ(bits(min_nan_f32(nan, x)), 0x7FFFFFFFu) << x;
+    EXPECT_EQ(bits(min_nan_f32(x, nan)), 0x7FFFFFFFu) << x;
+  }
+  EXPECT_EQ(bits(max_nan_f32(-0.0f, 0.0f)), bits(0.0f));
+  EXPECT_EQ(bits(max_nan_f32(0.0f, -0.0f)), bits(0.0f));
+  EXPECT_EQ(bits(min_nan_f32(0.0f, -0.0f)), bits(-0.0f));
+  EXPECT_EQ(bits(min_nan_f32(-0.0f, 0.0f)), bits(-0.0f));
+  EXPECT_EQ(max_nan_f32(-3.0f, 1.5f), 1.5f);
+  EXPECT_EQ(min_nan_f32(-3.0f, 1.5f), -3.0f);
+  EXPECT_EQ(max_nan_f32(-inf, 1e-40f), 1e-40f);  // subnormals kept (no .ftz)
+  EXPECT_EQ(min_nan_f32(inf, 7.0f), 7.0f);
 }
 
 }  // namespace
