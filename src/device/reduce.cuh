@@ -17,6 +17,9 @@ struct MaxOp {
   // fmaxf drops NaN; a reduction that must propagate NaN uses MaxNanOp.
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
+// NOTES: as max.NaN (ptx::max_nan_f32, one FMNMX where this is two compares and a select; the
+// fused silu_mul_quant kernels use it) the norm kernels' register allocation changed and three of
+// them spilled 24-80 bytes under their 64-register bound (sm_80 / sm_90a, 2026-12-02).
 struct MaxNanOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return (a != a || a > b) ? a : b; }
 };

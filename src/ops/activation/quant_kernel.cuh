@@ -43,8 +43,6 @@ struct QuantParams {
   ActOptions options;
 };
 
-// NaN-propagating max (fmaxf would drop NaN): max.NaN, one instruction.
-__device__ __forceinline__ float max_nan(float a, float b) { return ptx::max_nan_f32(a, b); }
 
 // Loads kQuantElems gate and up values of one lane. The helpers take their caller's site
 // (TEJAS_CALLER_PARAM, device/prelude.h): each call is its own request site under emulation.
@@ -235,11 +233,11 @@ __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
         // clamp by max / min.NaN (NaN stays NaN, -0 stays -0), two instructions where the
         // compare, copysign and select took three (sm_90a).
         y[i] = ptx::min_nan_f32(ptx::max_nan_f32(v[i], -S::kMaxFinite), S::kMaxFinite);
-        amax = max_nan(amax, fabsf(y[i]));
+        amax = ptx::max_nan_f32(amax, fabsf(y[i]));
       }
     }
     for (int offset = p.lanes_per_group / 2; offset > 0; offset >>= 1)
-      amax = max_nan(amax, __shfl_xor_sync(dev::kFullWarpMask, amax, offset));
+      amax = ptx::max_nan_f32(amax, __shfl_xor_sync(dev::kFullWarpMask, amax, offset));
     if (!active) continue;
     const int64_t group = c >> group_shift;
     const bool writes_scale = (c & (p.lanes_per_group - 1)) == 0;
