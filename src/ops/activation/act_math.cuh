@@ -16,6 +16,7 @@
 #include "device/numeric/storage.h"
 #include "device/math.h"  // dev::expf: the GPU's error under emulation
 #include "device/prelude.h"
+#include "device/ptx/minmax.h"
 #include "ops/activation/config.h"  // Act, ActOptions
 
 
@@ -92,9 +93,9 @@ __device__ __forceinline__ SigmoidTerms gated_terms(float gate, float up, const 
   } else {
     if (!o.clamped) return {gate, gate, up};
     float g = gate, u = up;
-    if constexpr (kClamp) {
-      g = gate > o.limit ? o.limit : gate;
-      u = up > o.limit ? o.limit : (up < -o.limit ? -o.limit : up);
+    if constexpr (kClamp) {  // max / min.NaN: one FMNMX each (the compares took ~7-9 with a branch)
+      g = ptx::min_nan_f32(gate, o.limit);
+      u = ptx::min_nan_f32(ptx::max_nan_f32(up, -o.limit), o.limit);
     }
     return {g, o.alpha * g, u + 1.0f};
   }
