@@ -153,10 +153,16 @@ struct LaunchOptions {
   // Cluster dims: the blocks of one cluster run together (interleaved by the scheduler).
   dim3 cluster{1, 1, 1};
   size_t stack_bytes = 0;      // per-thread fiber stack; 0: TEJAS_EMU_STACK_KB if set, else 64 KB
+  // The kernel's limit on dynamic shared memory per block: CUDA's default (48 KiB) unless the
+  // launcher raised it, as cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  // ...) does on a GPU; a launch above it fails there, and here gets a smem_over_limit finding.
+  // The architecture's cap (kSmemCapSm90 / 80) still applies above a raised limit.
+  size_t max_dynamic_smem_bytes = 0;  // 0: kDefaultMaxDynamicSmem
 };
 inline constexpr size_t kDefaultStackBytes = 64 * 1024;
 inline constexpr size_t kSmemCapSm90 = 232448;  // 227 KB opt-in dynamic shared memory per block
 inline constexpr size_t kSmemCapSm80 = 166912;  // 163 KB
+inline constexpr size_t kDefaultMaxDynamicSmem = 49152;  // 48 KiB: any kernel, without the opt-in attribute
 
 // ---- launching ------------------------------------------------------------------------------
 namespace detail {

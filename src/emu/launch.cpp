@@ -303,6 +303,16 @@ bool validate_launch(Launch& L) {
                                                   " bytes of dynamic shared memory; the sm_" + std::to_string(o.arch) +
                                                   " cap is " + std::to_string(cap));
   }
+  const size_t limit = o.max_dynamic_smem_bytes == 0 ? kDefaultMaxDynamicSmem : o.max_dynamic_smem_bytes;
+  if (o.dynamic_smem_bytes > limit) {
+    return fail(FindingKind::smem_over_limit,
+                std::to_string(o.dynamic_smem_bytes) + " bytes of dynamic shared memory; the kernel's limit is " +
+                    std::to_string(limit) +
+                    (o.max_dynamic_smem_bytes == 0
+                         ? " (CUDA's default: a launch above it needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize) "
+                           "on a GPU, LaunchOptions::max_dynamic_smem_bytes here)"
+                         : " (LaunchOptions::max_dynamic_smem_bytes)"));
+  }
   return true;
 }
 

@@ -423,6 +423,31 @@ TEST(EmuFindings, SharedMemoryCapPerArchitecture) {
     expect_only(r, {FindingKind::smem_over_limit});
     EXPECT_EQ(g_ran, 0) << "over the cap: no run";
     o.dynamic_smem_bytes = cap;
+    o.max_dynamic_smem_bytes = cap;  // raised to the opt-in maximum
+    EXPECT_TRUE(emu::launch(o, mark_ran, nullptr, 0).ok());
+    EXPECT_EQ(g_ran, 1);
+  }
+}
+
+// CUDA's default per-kernel limit, 48 KiB: a launch above it fails on a GPU unless the kernel's
+// MaxDynamicSharedMemorySize was raised (LaunchOptions::max_dynamic_smem_bytes here).
+TEST(EmuFindings, DefaultDynamicSharedMemoryLimit) {
+  for (int arch : {80, 90}) {
+    emu::LaunchOptions o;
+    o.arch = arch;
+    o.dynamic_smem_bytes = emu::kDefaultMaxDynamicSmem;
+    g_ran = 0;
+    EXPECT_TRUE(emu::launch(o, mark_ran, nullptr, 0).ok()) << "48 KiB itself needs no attribute";
+    EXPECT_EQ(g_ran, 1);
+    o.dynamic_smem_bytes = emu::kDefaultMaxDynamicSmem + 16;
+    g_ran = 0;
+    auto r = emu::launch(o, mark_ran, nullptr, 0);
+    expect_only(r, {FindingKind::smem_over_limit});
+    EXPECT_EQ(g_ran, 0) << "above 48 KiB without the attribute: no run";
+    o.max_dynamic_smem_bytes = 64 * 1024;  // raised, but not as far as the launch asks
+    o.dynamic_smem_bytes = 64 * 1024 + 16;
+    expect_only(emu::launch(o, mark_ran, nullptr, 0), {FindingKind::smem_over_limit});
+    o.dynamic_smem_bytes = 64 * 1024;
     EXPECT_TRUE(emu::launch(o, mark_ran, nullptr, 0).ok());
     EXPECT_EQ(g_ran, 1);
   }

@@ -15,7 +15,9 @@ Status launch_gated_emu(const char* op, const ExecContext& ctx, Act act, const T
   set_last_gated_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   detail::EmuBuffers buffers({{&x, emu::Access::read}, {&out, emu::Access::write}});
-  const emu::LaunchOptions lo = detail::emu_options(ctx, gated_grid(c), dim3(static_cast<unsigned>(c.threads)), gated_smem(c));
+  // The pipelined kernel's limit is raised on a GPU (launch.cu's resident_ctas), the others' is not.
+  const emu::LaunchOptions lo = detail::emu_options(ctx, gated_grid(c), dim3(static_cast<unsigned>(c.threads)), gated_smem(c),
+                                                    c.pipeline_stages > 0);
   return detail::emu_status(op, emu::launch(lo, gated_kernel_for(act, x.dtype, c), gated_params(x, out, o, c)));
 }
 

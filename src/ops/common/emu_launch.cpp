@@ -47,12 +47,14 @@ EmuBuffers::~EmuBuffers() {
   for (const void* p : bases_) emu::unregister_buffer(p);
 }
 
-emu::LaunchOptions emu_options(const ExecContext& ctx, dim3 grid, dim3 block, size_t dynamic_smem_bytes) {
+emu::LaunchOptions emu_options(const ExecContext& ctx, dim3 grid, dim3 block, size_t dynamic_smem_bytes,
+                               bool smem_opt_in) {
   emu::LaunchOptions o;
   o.grid = grid;
   o.block = block;
   o.dynamic_smem_bytes = dynamic_smem_bytes;
   o.arch = ctx.emulated_arch;
+  if (smem_opt_in) o.max_dynamic_smem_bytes = o.arch == 90 ? emu::kSmemCapSm90 : emu::kSmemCapSm80;
   return o;
 }
 

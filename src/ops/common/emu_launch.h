@@ -31,7 +31,13 @@ class EmuBuffers {
 };
 
 // grid/block/smem plus ctx.emulated_arch (80 -> 80, 90 -> 90) and the environment's seed.
-emu::LaunchOptions emu_options(const ExecContext& ctx, dim3 grid, dim3 block, size_t dynamic_smem_bytes);
+// smem_opt_in: the cuda backend raises this kernel's dynamic shared-memory limit before it
+// launches it (cudaFuncSetAttribute(MaxDynamicSharedMemorySize): resident_ctas with the
+// max-shared carveout, the stream_copy probe), so here it may use up to the architecture's cap;
+// without, the emulator holds the launch to CUDA's default 48 KiB, as a GPU would
+// (emu::LaunchOptions::max_dynamic_smem_bytes).
+emu::LaunchOptions emu_options(const ExecContext& ctx, dim3 grid, dim3 block, size_t dynamic_smem_bytes,
+                               bool smem_opt_in = false);
 
 // Records `report` as one of the current op call's reports; a finding makes the call fail
 // with Status::Internal naming the op and listing the findings.

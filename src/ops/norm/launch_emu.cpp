@@ -24,8 +24,10 @@ Status launch_norm_emulator(const char* op, const ExecContext& ctx, const NormAr
                                     {&a.residual, Access::read_write},
                                     {&a.out, Access::write},
                                     {&a.scale, scale_access}});
+  // The pipelined kernels' limit is raised on a GPU (launch.cu's resident_ctas), the others' is not.
   const auto options = detail::emu_options(ctx, dim3(static_cast<unsigned>(l.config.grid)),
-                                           dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes);
+                                           dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes,
+                                           l.config.pipeline_stages > 0);
   return detail::emu_status(op, emu::launch(options, kernel, l.params));
 }
 

@@ -879,12 +879,7 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
   };
   const int32_t row_vecs = static_cast<int32_t>(vecs_per_row);
   const auto advance = [row_vecs](int64_t& r, int32_t& v, const Split& by) {
-    r += by.rows;
-    v += by.vecs;  // both < row_vecs < 2^31: at most one carry, no overflow
-    if (v >= row_vecs) {
-      v -= row_vecs;
-      ++r;
-    }
+    walk_advance(r, v, by.rows, by.vecs, row_vecs);
   };
   const int64_t first_j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t total_vecs = p.rows * vecs_per_row;  // kLinear's bound

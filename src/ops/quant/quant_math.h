@@ -115,4 +115,19 @@ __host__ __device__ inline float tie_biased_quotient(float x, const TieBias& b) 
   return fmaf(rn, -b.k, t);
 }
 
+// The dequant kernels' row walk (dequant_vec_kernel): position (r, v), v a vector's index in its
+// row (0 <= v < row_vecs <= kMaxDequantRowVecs < 2^31), moved on by (by_rows, by_vecs), by_vecs
+// < row_vecs too. v + by_vecs < 2^32 fits 32 unsigned bits (as int32_t it would overflow for
+// row_vecs above 2^30), and at most one row carries.
+__host__ __device__ inline void walk_advance(int64_t& r, int32_t& v, int64_t by_rows, int32_t by_vecs,
+                                             int32_t row_vecs) {
+  r += by_rows;
+  uint32_t s = static_cast<uint32_t>(v) + static_cast<uint32_t>(by_vecs);
+  if (s >= static_cast<uint32_t>(row_vecs)) {
+    s -= static_cast<uint32_t>(row_vecs);
+    ++r;
+  }
+  v = static_cast<int32_t>(s);
+}
+
 }  // namespace tejas::quant_kernel

@@ -28,10 +28,11 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   // The pipelined kernel's persistent grid: the CTAs the GPU holds at once.
   const int64_t blocks = l.pipeline ? pipe_blocks(l.config, resident) : l.config.blocks;
   maybe_print_config(op, l.problem, l.config, l.pipeline ? blocks : 0);
-  // At most 512 threads x (2 heads x 2 accesses + 1 v) x 16 bytes = 40 KiB of staged heads and v
-  // (80 KiB for the pipelined kernel's two stages: resident_ctas gives it the opt-in
-  // shared-memory maximum; the default kernels stay under the 48 KiB any kernel may ask for
-  // without an attribute).
+  // The staged kernels' one stage of slots: at most 512 threads x (2 heads x 2 accesses + 1 v) x
+  // 16 bytes = 40 KiB, and 512 x 3 heads x 2 accesses x 16 = 48 KiB exactly for the wide step's
+  // plan without its pipeline (without_pipeline): within the 48 KiB any kernel may ask for without
+  // an attribute, which the emulator enforces too (emu::LaunchOptions::max_dynamic_smem_bytes).
+  // The pipelined kernels' two stages (up to 96 KiB) get the opt-in maximum from resident_ctas.
   kernel<<<dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
       l.params);
   return detail::cuda_launch_status(op);

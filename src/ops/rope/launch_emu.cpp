@@ -20,7 +20,8 @@ Status launch_emulator(const char* op, const ExecContext& ctx, const RopeArgs& a
       {&a.cache.v_scale, Access::read}};
   const emu::LaunchOptions opts =
       detail::emu_options(ctx, dim3(static_cast<unsigned>(l.pipeline ? pipe_blocks(l.config, kEmuResidentCtas) : l.config.blocks)),
-                          dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes);
+                          dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes,
+                          l.pipeline);  // the pipelined kernels' limit is raised on a GPU (launch.cu's resident_ctas)
   return detail::emu_status(op, emu::launch(opts, kernel, l.params));
 }
 

@@ -642,3 +642,30 @@ TEST(QuantMath, TieBiasRoundsAsTheExactQuotient) {
     EXPECT_EQ(CodeTraits<CodeFormat::e4m3>::encode(tie_biased_quotient(0.0f, tb)), 0x00) << "amax " << amax;
   }
 }
+
+// dequant_vec_kernel's row walk (walk_advance): (r, v) moved on by (by_rows, by_vecs) equals the
+// flat index r x row_vecs + v moved on by by_rows x row_vecs + by_vecs, split again, for every
+// small row length and every position, and at the largest row the config allows
+// (kMaxDequantRowVecs = 2^31 - 1), where v + by_vecs passes 2^31: as an int32_t sum it overflowed.
+TEST(QuantMath, WalkAdvanceMatchesTheFlatIndex) {
+  TEJAS_SEEDED_TEST_RNG();
+  const auto check = [](int64_t row_vecs, int64_t r0, int64_t v0, int64_t by_rows, int64_t by_vecs) {
+    int64_t r = r0;
+    int32_t v = static_cast<int32_t>(v0);
+    walk_advance(r, v, by_rows, static_cast<int32_t>(by_vecs), static_cast<int32_t>(row_vecs));
+    const int64_t flat = (r0 + by_rows) * row_vecs + v0 + by_vecs;
+    EXPECT_EQ(r, flat / row_vecs) << "row_vecs " << row_vecs << " v " << v0 << " by " << by_rows << "/" << by_vecs;
+    EXPECT_EQ(v, flat % row_vecs) << "row_vecs " << row_vecs << " v " << v0 << " by " << by_rows << "/" << by_vecs;
+  };
+  for (int64_t n = 1; n <= 40; ++n)
+    for (int64_t v = 0; v < n; ++v)
+      for (int64_t by = 0; by < n; ++by) check(n, 3, v, 2, by);
+  const int64_t big = kMaxDequantRowVecs;
+  check(big, 0, big - 1, 0, big - 1);  // the largest sum: 2^32 - 4
+  check(big, 7, big - 1, 1, 1);
+  check(big, 7, big / 2, 0, big / 2 + 1);
+  for (int i = 0; i < 10000; ++i) {
+    const int64_t n = big - rng.randint(0, 1 << 20);
+    check(n, rng.randint(0, 1000), rng.randint(0, 1 << 30) * 2 % n, rng.randint(0, 3), (n - 1) - rng.randint(0, 1 << 30));
+  }
+}

@@ -208,6 +208,20 @@ TEST(RopeKernel, WideStepPipelinesManyHeads) {
   run_and_compare(rng, s, DType::f32, DType::f32, RopeStyle::gptj, Backend::emulator);
   EXPECT_FALSE(rotary::last_launch().pipeline);
   EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kMaxHeadsInFlight);
+  // The widest plan: 384 heads of D = 64, neox (4 columns): 128 lanes of three heads, 512
+  // threads. Without its pipeline, one stage of its slots is 512 x 3 x 2 x 16 bytes = 48 KiB,
+  // exactly CUDA's default limit for a kernel whose limit is not raised (launch.cu raises only
+  // the pipelined kernels'), which the emulator holds such launches to.
+  const Shape widest{2, 383, 1, 64, 64, 0};
+  run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
+  EXPECT_TRUE(rotary::last_launch().pipeline);
+  EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kPipeWideHeads);
+  EXPECT_EQ(rotary::last_launch().config.threads, 512);
+  EXPECT_EQ(rotary::last_launch().smem_bytes, 2 * emu::kDefaultMaxDynamicSmem);
+  const rotary::ScopedPipelineFallback fallback;
+  run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
+  EXPECT_FALSE(rotary::last_launch().pipeline);
+  EXPECT_EQ(rotary::last_launch().smem_bytes, emu::kDefaultMaxDynamicSmem);
 }
 
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.
