@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "ops/common/resident.h"
+#include "runtime/recent_cache.h"
 
 namespace tejas::detail {
 namespace {
@@ -59,17 +60,17 @@ int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout car
     return 0;
   }
   const auto key = std::make_tuple(device, kernel, threads, smem, carveout);
-  // This thread's last answer: the norm launcher asks on every eligible launch (the pipeline is
-  // a default) and launches repeat one config, so the common case takes no lock.
-  thread_local std::tuple<int, const void*, int, size_t, Carveout> last_key{-1, nullptr, 0, 0, Carveout::max_shared};
-  thread_local int64_t last = 0;
-  if (key == last_key) return last;
+  // This thread's recent answers: the launchers ask on every launch that may run a persistent
+  // grid (the norm family twice at decode sizes, one question per pipeline), in a serving loop
+  // that alternates the ops, so the common case takes no lock. 16 covers a decode step's
+  // questions (a few per family and hidden size).
+  thread_local RecentCache<std::tuple<int, const void*, int, size_t, Carveout>, int64_t, 16> recent;
+  if (const int64_t* known = recent.find(key)) return *known;
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_resident.find(key);
   if (it == g_resident.end()) it = g_resident.emplace(key, query(device, kernel, threads, smem, carveout)).first;
-  last_key = key;
-  last = it->second;
-  return last;
+  recent.put(key, it->second);
+  return it->second;
 }
 
 }  // namespace tejas::detail

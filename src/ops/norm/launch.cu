@@ -35,9 +35,9 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
     const auto smem = static_cast<size_t>(warp_pipeline_smem_bytes(l.problem, stages));
     resident_warp = warp_resident_ctas_capped(detail::resident_ctas(reinterpret_cast<const void*>(pipe), kWarpPipeThreads, smem));
   }
-  // The CTA-per-row pipeline's count only where the warp-row one does not take the rows: each
-  // query is cached per thread for its last (kernel, threads, smem), so asking both on every
-  // launch would miss that cache every time.
+  // The CTA-per-row pipeline's count only where the warp-row one does not take the rows (both
+  // at decode sizes: T below twice the warp-row kernel's resident CTAs; resident_ctas keeps a
+  // thread's recent answers, so neither takes its lock after the first launch).
   const bool by_warp =
       with_warp_pipeline(l.problem, l.config, stages, warp_pipeline_items(), resident_warp).pipeline_stages > 0;
   if (!by_warp && stages > 0 && pipeline_eligible(l.problem, l.config)) {

@@ -273,16 +273,22 @@ TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, PipelineVariant) {
   TEJAS_SEEDED_TEST_RNG();
   detail::Tune t;
   t.norm_pipeline_fp8 = 2;  // the fp8 outputs' key
-  const detail::ScopedTuneOverride variant(t);
-  for (QCase c : {QCase{DType::bf16, DType::bf16, DType::bf16, DType::f32, 2, 2048},
-                  QCase{DType::f16, DType::f16, DType::f16, DType::ue8m0, 2, 4096, 8}}) {
-    check_case(Backend::cuda, c, rng);
-    const int64_t resident = norm::last_resident_ctas();
-    ASSERT_GT(resident, 0) << describe(c);
-    c.T = 2 * resident + 1;
-    check_case(Backend::cuda, c, rng);
-    EXPECT_EQ(norm::last_config().pipeline_stages, 2) << describe(c);
+  t.norm_warp_items = 0;    // a CTA per row here (H = 2048 would take the warp-row kernel: below)
+  {
+    const detail::ScopedTuneOverride variant(t);
+    for (QCase c : {QCase{DType::bf16, DType::bf16, DType::bf16, DType::f32, 2, 2048},
+                    QCase{DType::f16, DType::f16, DType::f16, DType::ue8m0, 2, 4096, 8}}) {
+      check_case(Backend::cuda, c, rng);
+      const int64_t resident = norm::last_resident_ctas();
+      ASSERT_GT(resident, 0) << describe(c);
+      c.T = 2 * resident + 1;
+      check_case(Backend::cuda, c, rng);
+      EXPECT_EQ(norm::last_config().pipeline_stages, 2) << describe(c);
+      EXPECT_FALSE(norm::last_config().warp_per_row) << describe(c);
+    }
   }
+  t.norm_warp_items = detail::Tune{}.norm_warp_items;
+  const detail::ScopedTuneOverride variant(t);
   // The warp-row pipeline (H <= 2048) capped at 8 resident CTAs: 197 rows on 32 warps, so every
   // warp walks 6-7 rows and refills its three buffers on the hardware.
   const norm::ScopedWarpResidentCap cap(8);
