@@ -96,6 +96,7 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"check", "--op", "nope"}, "--op"},
       {{"check", "--seed", "x1"}, "--seed"},
       {{"check", "--frob"}, "--frob"},
+      {{"check", "--backend", "emulator", "--graph"}, "--graph"},
       {{"bench", "--suite", "nope"}, "--suite"},
       {{"bench", "--model", "gpt-5"}, "--model"},
       {{"bench", "--gpu", "a100"}, "--gpu"},
@@ -160,6 +161,11 @@ TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
   EXPECT_TRUE(has(r.out, "0 pass, 0 FAIL")) << r.out;
   // Default backend without a GPU is the emulator.
   EXPECT_TRUE(has(tejas_cmd({"check", "--op", "silu_mul"}).out, "backend emulator"));
+  // --graph likewise reports unsupported, naming the mode.
+  const Result g = tejas_cmd({"check", "--backend", "cuda", "--graph", "--op", "rms_norm"});
+  EXPECT_EQ(g.code, 0) << g.out;
+  EXPECT_TRUE(has(g.out, "captured CUDA graph")) << g.out;
+  EXPECT_TRUE(has(g.out, "0 pass, 0 FAIL")) << g.out;
 }
 
 // --time-limit: rows after the limit are not run but stay in the report, marked.

@@ -18,10 +18,11 @@ namespace {
 const std::set<std::string> kNoKernelYet = {"paged_decode_attention", "merge_attention_states",
                                             "merge_attention_states_n"};
 
-void run_all(Backend backend, bool require_pass) {
+void run_all(Backend backend, bool require_pass, bool graph = false) {
   TEJAS_SEEDED_TEST_RNG();
   RunOptions o;
   o.backend = backend;
+  o.cuda_graph = graph;
   for (const auto& c : op_checks()) {
     const bool must_pass = require_pass && (backend != Backend::emulator || !kNoKernelYet.count(c.name));
     for (const CaseResult& r : run_op_check(c, o, seed)) {
@@ -38,3 +39,9 @@ void run_all(Backend backend, bool require_pass) {
 TEST(OpChecks, ReferencePasses) { run_all(Backend::reference, true); }
 TEST(OpChecks, EmulatorPassesWhereKernelsExist) { run_all(Backend::emulator, true); }
 TEST(OpChecks, CudaNeverFails) { run_all(Backend::cuda, false); }
+// The same cases, each call captured into a CUDA graph (global capture mode) and run from it
+// (RunOptions::cuda_graph), as a serving engine's decode graphs run the ops: no launch path may
+// allocate, synchronize or copy synchronously, the first occupancy queries and attribute calls
+// of the persistent kernels included (ctest runs this case in a process of its own, so they
+// happen under capture), and the graph's outputs are judged against the reference.
+TEST(OpChecks, CudaGraphCaptureNeverFails) { run_all(Backend::cuda, false, true); }

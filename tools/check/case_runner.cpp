@@ -83,7 +83,8 @@ CaseResult compare_outputs(const Case& c, const std::vector<std::unique_ptr<Host
   return result(c, Verdict::pass, summary);
 }
 
-CaseResult run_on_device(const Case& c, const ExecContext& ctx, const std::vector<std::unique_ptr<HostTensor>>& want) {
+CaseResult run_on_device(const Case& c, const ExecContext& ctx, bool graph,
+                         const std::vector<std::unique_ptr<HostTensor>>& want) {
   std::string why;
   if (!cuda_available(&why)) return result(c, Verdict::unsupported, "cuda backend not available: " + why);
   auto got = clone_all(c);
@@ -94,9 +95,14 @@ CaseResult run_on_device(const Case& c, const ExecContext& ctx, const std::vecto
     if (Status s = dev.back()->upload(*got[i]); !s.ok()) return result(c, Verdict::fail, "upload: " + s.to_string());
     args.add(c.args()[i].name, dev.back()->view());
   }
-  const Status s = c.call()(ctx, args);
+  const Status s = graph ? run_under_graph_capture([&](void* stream) {
+    ExecContext captured = ctx;
+    captured.stream = stream;
+    return c.call()(captured, args);
+  })
+                         : c.call()(ctx, args);
   if (s.code() == StatusCode::unsupported) return result(c, Verdict::unsupported, s.message());
-  if (!s.ok()) return result(c, Verdict::fail, s.to_string());
+  if (!s.ok()) return result(c, Verdict::fail, (graph ? "under graph capture: " : "") + s.to_string());
   if (Status sync = device_synchronize(); !sync.ok()) return result(c, Verdict::fail, sync.to_string());
   for (size_t i = 0; i < got.size(); ++i) {
     bool intact = false;
@@ -161,7 +167,7 @@ CaseResult run_case(const Case& c, const RunOptions& options) {
   ExecContext ctx;
   ctx.backend = options.backend;
   ctx.emulated_arch = options.emulated_arch;
-  if (options.backend == Backend::cuda) return run_on_device(c, ctx, want);
+  if (options.backend == Backend::cuda) return run_on_device(c, ctx, options.cuda_graph, want);
 
   auto got = clone_all(c);
   const Status s = c.call()(ctx, host_args(c, got));

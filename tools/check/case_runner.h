@@ -95,6 +95,10 @@ class Case {
 struct RunOptions {
   Backend backend = Backend::emulator;
   int emulated_arch = 90;
+  // cuda only: the call captured into a CUDA graph on a new stream and run from it
+  // (run_under_graph_capture, check/cuda_mem.h), as a serving engine's decode graphs run it; the
+  // outputs are judged as an eager call's. A call that cannot be captured fails its case.
+  bool cuda_graph = false;
 };
 
 // Runs the case on options.backend and on the reference (see tools/tejas --help for the

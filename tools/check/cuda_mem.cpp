@@ -63,6 +63,27 @@ Status copy_device_to_device(void* dst, const void* src, size_t bytes) {
 }
 Status device_fill(void* dst, uint8_t byte, size_t bytes) { return from_cuda(cudaMemset(dst, byte, bytes), "cudaMemset"); }
 Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+Status run_under_graph_capture(const std::function<Status(void* stream)>& call) {
+  cudaStream_t stream = nullptr;
+  TEJAS_RETURN_IF_ERROR(from_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Status s = from_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  if (s.ok()) {
+    const Status called = call(stream);
+    const Status ended = from_cuda(cudaStreamEndCapture(stream, &graph), "graph capture (cudaStreamEndCapture)");
+    s = !called.ok() ? called : ended;
+  }
+  if (s.ok()) s = from_cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  if (s.ok()) s = from_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  if (s.ok()) s = from_cuda(cudaStreamSynchronize(stream), "graph run (cudaStreamSynchronize)");
+  if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  (void)cudaStreamDestroy(stream);
+  (void)cudaGetLastError();  // a failed capture's error stays with this call's Status
+  return s;
+}
 #else
 bool cuda_available(std::string* why) {
   if (why) *why = kNoCuda;
@@ -79,6 +100,7 @@ Status copy_to_host(void*, const void*, size_t) { return Status::Unsupported(kNo
 Status copy_device_to_device(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
 Status device_fill(void*, uint8_t, size_t) { return Status::Unsupported(kNoCuda); }
 Status device_synchronize() { return Status::Unsupported(kNoCuda); }
+Status run_under_graph_capture(const std::function<Status(void*)>&) { return Status::Unsupported(kNoCuda); }
 #endif
 
 DeviceMirror::~DeviceMirror() { device_free(base_); }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "check/host_tensor.h"
@@ -24,6 +25,13 @@ Status copy_to_host(void* dst, const void* src, size_t bytes);
 Status copy_device_to_device(void* dst, const void* src, size_t bytes);
 Status device_fill(void* dst, uint8_t byte, size_t bytes);
 Status device_synchronize();
+
+// Runs `call(stream)` the way a serving engine's CUDA graphs see it: on a new stream under
+// cudaStreamCaptureModeGlobal (the strictest mode: an allocation, a synchronous copy or any
+// other call unsafe during capture fails it), then instantiates the captured graph, launches it
+// once and waits for it. The call's own Status comes back first (a refused capture's error
+// usually shows there), then the capture's, the instantiation's and the launch's.
+Status run_under_graph_capture(const std::function<Status(void* stream)>& call);
 
 // A device copy of a HostTensor's storage (padding included), with guard bytes on both sides.
 // The device view has the host view's address modulo 256, so misaligned views stay misaligned.

@@ -8,7 +8,8 @@
 namespace tejas::cli {
 namespace {
 constexpr const char* kHelp =
-    "usage: tejas check [--backend cuda|emulator|reference] [--op NAME[,NAME]] [--seed N] [--list] [--json FILE]\n"
+    "usage: tejas check [--backend cuda|emulator|reference] [--op NAME[,NAME]] [--seed N] [--graph] [--list]\n"
+    "                   [--json FILE]\n"
     "\n"
     "Runs each op's correctness cases (small shapes with tails, strided views, every dtype) with\n"
     "seeded random inputs and poisoned outputs, on the chosen backend and on the reference backend\n"
@@ -20,6 +21,9 @@ constexpr const char* kHelp =
     "Results: pass; FAIL (exit status 1); unsupported (the backend has no kernel for the case, or\n"
     "the cuda backend is not available: not a failure, and not a pass).\n"
     "Default backend: cuda when a GPU is present, else emulator.\n"
+    "--graph (cuda): each call is captured into a CUDA graph on a new stream (global capture mode)\n"
+    "and run from it, as a serving engine's decode graphs run it; a call that cannot be captured\n"
+    "fails its case.\n"
     "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
     "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
     "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";
@@ -28,6 +32,7 @@ const std::vector<FlagSpec> kFlags = {
     {"backend", "NAME", "cuda, emulator or reference (default: cuda with a GPU, else emulator)"},
     {"op", "NAME", "only these ops (comma-separated; see --list)"},
     {"seed", "N", "input seed (default: TEJAS_SEED or fresh)"},
+    {"graph", "", "cuda backend: run each call from a captured CUDA graph"},
     {"list", "", "list the ops and their case counts, run nothing"},
     {"json", "FILE", "also write the results as JSON (schema: docs/tools.md)"},
 };
@@ -51,6 +56,10 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   Backend backend = have_cuda ? Backend::cuda : Backend::emulator;
   if (flags.has("backend") && !parse_backend(flags.get("backend"), &backend))
     return usage_error("check", "--backend: expected cuda, emulator or reference, got '" + flags.get("backend") + "'", err);
+
+  const bool graph = flags.has("graph");
+  if (graph && backend != Backend::cuda)
+    return usage_error("check", std::string("--graph: needs the cuda backend, got ") + backend_name(backend), err);
 
   std::vector<const check::OpCheck*> ops;
   if (flags.has("op")) {
@@ -78,7 +87,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return kExitOk;
   }
 
-  out << "tejas check: backend " << backend_name(backend) << ", " << check::seed_note(seed) << "\n";
+  out << "tejas check: backend " << backend_name(backend) << (graph ? " (each call from a captured CUDA graph)" : "")
+      << ", " << check::seed_note(seed) << "\n";
   if (backend == Backend::cuda && !have_cuda)
     out << "cuda backend not available (" << why_no_cuda << "): every case reports unsupported\n";
 
@@ -89,6 +99,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   report.seed = seed;
   check::RunOptions options;
   options.backend = backend;
+  options.cuda_graph = graph;
   for (const auto* c : ops) {
     err << "[check] " << c->name << "\n";
     for (auto& r : check::run_op_check(*c, options, seed)) report.checks.push_back(std::move(r));
