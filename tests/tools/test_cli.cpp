@@ -166,6 +166,10 @@ TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
   EXPECT_EQ(g.code, 0) << g.out;
   EXPECT_TRUE(has(g.out, "captured CUDA graph")) << g.out;
   EXPECT_TRUE(has(g.out, "0 pass, 0 FAIL")) << g.out;
+  // --graph alone picks the cuda backend, whose mode it is.
+  const Result d = tejas_cmd({"check", "--graph", "--op", "rms_norm"});
+  EXPECT_EQ(d.code, 0) << d.out;
+  EXPECT_TRUE(has(d.out, "backend cuda (each call from a captured CUDA graph)")) << d.out;
 }
 
 // --time-limit: rows after the limit are not run but stay in the report, marked.

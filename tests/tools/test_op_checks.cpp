@@ -7,8 +7,12 @@
 #include <set>
 #include <string>
 
+#include "check/cuda_mem.h"
 #include "check/op_checks.h"
 #include "support/seed.h"
+#if TEJAS_WITH_CUDA
+#include "ops/common/resident.h"
+#endif
 
 using namespace tejas;
 using namespace tejas::check;
@@ -44,4 +48,12 @@ TEST(OpChecks, CudaNeverFails) { run_all(Backend::cuda, false); }
 // allocate, synchronize or copy synchronously, the first occupancy queries and attribute calls
 // of the persistent kernels included (ctest runs this case in a process of its own, so they
 // happen under capture), and the graph's outputs are judged against the reference.
-TEST(OpChecks, CudaGraphCaptureNeverFails) { run_all(Backend::cuda, false, true); }
+TEST(OpChecks, CudaGraphCaptureNeverFails) {
+  run_all(Backend::cuda, false, true);
+#if TEJAS_WITH_CUDA
+  if (!cuda_available()) return;
+  const detail::ResidentStats stats = detail::resident_stats();
+  EXPECT_GT(stats.queries, 0) << "no occupancy query ran under capture: the test no longer covers them";
+  EXPECT_EQ(stats.failures, 0) << "an occupancy query or attribute call failed under capture";
+#endif
+}

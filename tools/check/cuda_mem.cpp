@@ -65,6 +65,9 @@ Status device_fill(void* dst, uint8_t byte, size_t bytes) { return from_cuda(cud
 Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 Status run_under_graph_capture(const std::function<Status(void* stream)>& call) {
+  // The inputs went up by cudaMemset and pageable cudaMemcpy on the legacy stream, which may
+  // return before their DMA lands; the non-blocking stream below would not wait for it.
+  TEJAS_RETURN_IF_ERROR(device_synchronize());
   cudaStream_t stream = nullptr;
   TEJAS_RETURN_IF_ERROR(from_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
   cudaGraph_t graph = nullptr;

@@ -26,7 +26,8 @@ Status copy_device_to_device(void* dst, const void* src, size_t bytes);
 Status device_fill(void* dst, uint8_t byte, size_t bytes);
 Status device_synchronize();
 
-// Runs `call(stream)` the way a serving engine's CUDA graphs see it: on a new stream under
+// Runs `call(stream)` the way a serving engine's CUDA graphs see it (after the device's earlier
+// work, the uploads included, has finished): on a new stream under
 // cudaStreamCaptureModeGlobal (the strictest mode: an allocation, a synchronous copy or any
 // other call unsafe during capture fails it), then instantiates the captured graph, launches it
 // once and waits for it. The call's own Status comes back first (a refused capture's error

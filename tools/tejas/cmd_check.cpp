@@ -21,9 +21,10 @@ constexpr const char* kHelp =
     "Results: pass; FAIL (exit status 1); unsupported (the backend has no kernel for the case, or\n"
     "the cuda backend is not available: not a failure, and not a pass).\n"
     "Default backend: cuda when a GPU is present, else emulator.\n"
-    "--graph (cuda): each call is captured into a CUDA graph on a new stream (global capture mode)\n"
-    "and run from it, as a serving engine's decode graphs run it; a call that cannot be captured\n"
-    "fails its case.\n"
+    "--graph (cuda; the default backend with it): each call is captured into a CUDA graph on a new\n"
+    "stream (global capture mode) and run from it, as a serving engine's decode graphs run it; a call\n"
+    "that cannot be captured fails its case (so does every case under TEJAS_DEBUG_CHECKS=1, whose\n"
+    "checks copy to the host and synchronize).\n"
     "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
     "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
     "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";
@@ -53,11 +54,11 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   std::string why_no_cuda;
   const bool have_cuda = check::cuda_available(&why_no_cuda);
-  Backend backend = have_cuda ? Backend::cuda : Backend::emulator;
+  const bool graph = flags.has("graph");
+  Backend backend = have_cuda || graph ? Backend::cuda : Backend::emulator;  // --graph: cuda's mode
   if (flags.has("backend") && !parse_backend(flags.get("backend"), &backend))
     return usage_error("check", "--backend: expected cuda, emulator or reference, got '" + flags.get("backend") + "'", err);
 
-  const bool graph = flags.has("graph");
   if (graph && backend != Backend::cuda)
     return usage_error("check", std::string("--graph: needs the cuda backend, got ") + backend_name(backend), err);
 
@@ -96,6 +97,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   report.command = "check";
   report.has_checks = true;
   report.check_backend = backend_name(backend);
+  report.check_graph = graph;
   report.seed = seed;
   check::RunOptions options;
   options.backend = backend;

@@ -163,6 +163,7 @@ std::string to_json(const Report& r) {
     const CheckCounts c = count_checks(r.checks);
     j.begin_object();
     j.key("backend").value(r.check_backend);
+    j.key("graph").value(r.check_graph);
     j.key("seed").value(r.seed);
     j.key("pass").value(c.pass);
     j.key("fail").value(c.fail);
@@ -217,7 +218,8 @@ std::string to_markdown(const Report& r) {
     table(rows.str());
   }
   if (r.has_checks) {
-    os << "Checks on the " << r.check_backend << " backend, seed " << r.seed << ":\n\n";
+    os << "Checks on the " << r.check_backend << " backend" << (r.check_graph ? " (each call from a captured CUDA graph)" : "")
+       << ", seed " << r.seed << ":\n\n";
     std::ostringstream checks;
     print_checks(checks, r.checks);
     table(checks.str());

@@ -36,6 +36,7 @@ struct Report {
   // Correctness checks run alongside (check: the run; bench: emulator/cuda validation).
   bool has_checks = false;
   std::string check_backend;
+  bool check_graph = false;  // cuda: each call run from a captured CUDA graph (tejas check --graph)
   uint64_t seed = 0;
   std::vector<check::CaseResult> checks;
 };

@@ -13,6 +13,7 @@ namespace {
 
 std::mutex g_mutex;
 std::map<std::tuple<int, const void*, int, size_t, Carveout>, int64_t> g_resident;
+ResidentStats g_stats;  // under g_mutex
 std::map<std::pair<int, const void*>, int> g_optin;  // per (device, kernel) once raised: the opt-in limit (0: failed)
 
 // The dynamic shared memory a block of fn may ask for: the opt-in maximum once raised (with the
@@ -22,6 +23,7 @@ int smem_limit(int device, const void* fn, Carveout carveout) {
     int limit = 0;
     if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlock, device) != cudaSuccess) {
       (void)cudaGetLastError();
+      ++g_stats.failures;
       return 0;
     }
     return limit;
@@ -34,18 +36,23 @@ int smem_limit(int device, const void* fn, Carveout carveout) {
         cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) == cudaSuccess &&
         cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) ==
             cudaSuccess;
-    if (!ok) (void)cudaGetLastError();
+    if (!ok) {
+      (void)cudaGetLastError();
+      ++g_stats.failures;
+    }
     optin = g_optin.emplace(std::make_pair(device, fn), ok ? limit : 0).first;
   }
   return optin->second;
 }
 
 int64_t query(int device, const void* fn, int threads, size_t smem, Carveout carveout) {
+  ++g_stats.queries;
   if (smem > static_cast<size_t>(smem_limit(device, fn, carveout))) return 0;
   int per_sm = 0, sms = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     (void)cudaGetLastError();
+    ++g_stats.failures;
     return 0;
   }
   return int64_t{per_sm} * sms;
@@ -71,6 +78,11 @@ int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout car
   if (it == g_resident.end()) it = g_resident.emplace(key, query(device, kernel, threads, smem, carveout)).first;
   recent.put(key, it->second);
   return it->second;
+}
+
+ResidentStats resident_stats() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stats;
 }
 
 }  // namespace tejas::detail

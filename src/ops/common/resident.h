@@ -23,4 +23,14 @@ enum class Carveout { max_shared, driver };
 
 int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout carveout = Carveout::max_shared);
 
+// Since the process started, over all threads: the questions resident_ctas put to the CUDA
+// runtime (one per new key), and the runtime calls among them that failed (each such answer is
+// 0, so its caller runs its default kernel, and is remembered). Shared memory above the limit is
+// an answer of 0, not a failure. Tests read them (OpChecks.CudaGraphCaptureNeverFails: the
+// queries made under CUDA-graph capture must not fail).
+struct ResidentStats {
+  int64_t queries = 0, failures = 0;
+};
+ResidentStats resident_stats();
+
 }  // namespace tejas::detail
