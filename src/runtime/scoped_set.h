@@ -1,7 +1,7 @@
 // detail::ScopedSet<T>: sets a variable (a thread-local override) for the life of a scope and
 // restores the value it had after; scopes nest. The tests' overrides take this shape
 // (check::ScopedPoison, quant_kernel::ScopedResidentCtas, rotary::ScopedPipelineFallback,
-// norm::ScopedWarpResidentCap): each
+// norm::ScopedWarpResidentCap, normtest::ScopedGraphCapture): each
 // derives from it, constructed on its own variable, which stays private to its .cpp.
 #pragma once
 

@@ -13,6 +13,7 @@
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
+#include "runtime/scoped_set.h"
 #include "support/op_snapshots.h"
 #include "tejas/context.h"
 #include "tejas/status.h"
@@ -48,6 +49,16 @@ inline check::Tolerance tolerance_for(DType t) {
 // Views for the op call, in the order of `ts`.
 using Call = std::function<Status(const ExecContext&, const std::vector<TensorView>&)>;
 
+// While one lives, run_backend's cuda calls are captured into a CUDA graph on a new stream and
+// run from it (check::run_under_graph_capture), as a serving engine's decode graphs run the ops.
+inline bool& graph_capture_on() {
+  thread_local bool on = false;
+  return on;
+}
+struct ScopedGraphCapture : detail::ScopedSet<bool> {
+  ScopedGraphCapture() : ScopedSet(graph_capture_on(), true) {}
+};
+
 // emulator: the host views as they are. cuda: every tensor mirrored to the device (at the host
 // view's address modulo 256, so shifted views stay misaligned), the call, then every tensor
 // copied back (its span, row padding included) and its device guards checked: a write past a
@@ -73,7 +84,15 @@ inline Status run_backend(Backend b, const std::vector<check::HostTensor*>& ts, 
     TEJAS_RETURN_IF_ERROR(mirrors[i]->upload(*ts[i]));
     views[i] = mirrors[i]->view();
   }
-  TEJAS_RETURN_IF_ERROR(call(ctx_for(b), views));
+  if (graph_capture_on()) {
+    TEJAS_RETURN_IF_ERROR(check::run_under_graph_capture([&](void* stream) {
+      ExecContext ctx = ctx_for(b);
+      ctx.stream = stream;
+      return call(ctx, views);
+    }));
+  } else {
+    TEJAS_RETURN_IF_ERROR(call(ctx_for(b), views));
+  }
   TEJAS_RETURN_IF_ERROR(check::device_synchronize());
   for (size_t i = 0; i < ts.size(); ++i) {
     if (!mirrors[i]) continue;

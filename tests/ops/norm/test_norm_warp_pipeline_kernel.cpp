@@ -291,4 +291,36 @@ TEST(NormWarpPipelineKernelCuda, MatchesReference) {
   }
 }
 
+// The pipelined kernels launched from a CUDA graph (ScopedGraphCapture: run_backend captures
+// each call on a new stream and runs the graph), as a serving engine's decode graphs run them:
+// the warp-row kernel with 64 and 96 KiB of shared memory (above the 48 KiB default: its raised
+// limit must hold for a graph's launch too) and the CTA-per-row one (norm.warp_items=0). The
+// small check cases of OpChecks.CudaGraphCaptureNeverFails launch neither.
+TEST(NormWarpPipelineKernelCuda, FromACapturedGraph) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  NormCase mixed{DType::f16, DType::f16, DType::f16, 197, 2048, 0};
+  mixed.fused = true;
+  mixed.res = DType::bf16;
+  const ScopedGraphCapture graph;
+  for (int stages : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "norm.pipeline=" << stages);
+    const detail::ScopedTuneOverride variant(warp_tune(stages, 8));
+    const norm::ScopedWarpResidentCap cap(8);
+    check_norm_case(Backend::cuda, mixed, rng);
+    expect_warp_pipeline(true, stages, describe(mixed));
+    EXPECT_EQ(norm::last_config().grid, 8);
+  }
+  const detail::ScopedTuneOverride cta(warp_tune(1, 0));
+  NormCase c{DType::bf16, DType::bf16, DType::bf16, 2, 4096, 0};
+  c.fused = true;
+  check_norm_case(Backend::cuda, c, rng);  // two rows: the launcher asks for the resident CTAs
+  const int64_t resident = norm::last_resident_ctas();
+  ASSERT_GT(resident, 0);
+  c.T = 2 * resident + 1;
+  check_norm_case(Backend::cuda, c, rng);
+  EXPECT_EQ(norm::last_config().pipeline_stages, 1) << describe(c);
+  EXPECT_FALSE(norm::last_config().warp_per_row) << describe(c);
+}
+
 }  // namespace
