@@ -7,28 +7,22 @@
 #include "device/prelude.h"
 
 #include <cstdint>
-#include <cstring>
+#if !TEJAS_DEVICE_PASS
+#include <bit>
+#include <cmath>
+#endif
 
 namespace tejas::ptx {
 
-namespace minmax_detail {
-inline constexpr uint32_t kCanonicalNaN32 = 0x7FFFFFFFu;
-__host__ __device__ inline float canonical_nan() {
-  float r;
-  memcpy(&r, &kCanonicalNaN32, sizeof(r));
-  return r;
-}
-__host__ __device__ inline bool signbit_of(float x) {
-  uint32_t b;
-  memcpy(&b, &x, sizeof(b));
-  return (b >> 31) != 0;
-}
-// The host rule: NaN in, canonical NaN out; a > b with +0 above -0.
-__host__ __device__ inline bool greater(float a, float b) {
-  if (a == b) return !signbit_of(a) && signbit_of(b);  // only zeros of two signs differ here
+#if !TEJAS_DEVICE_PASS
+namespace minmax_detail {  // the host rule: NaN in, canonical NaN out; a > b with +0 above -0
+inline float canonical_nan() { return std::bit_cast<float>(uint32_t{0x7FFFFFFFu}); }
+inline bool greater(float a, float b) {
+  if (a == b) return !std::signbit(a) && std::signbit(b);  // only zeros of two signs differ here
   return a > b;
 }
 }  // namespace minmax_detail
+#endif
 
 __device__ __forceinline__ float max_nan_f32(float a, float b) {
 #if TEJAS_DEVICE_PASS

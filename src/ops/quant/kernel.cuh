@@ -878,9 +878,6 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
     return Split{r, static_cast<int32_t>(j - r * vecs_per_row)};
   };
   const int32_t row_vecs = static_cast<int32_t>(vecs_per_row);
-  const auto advance = [row_vecs](int64_t& r, int32_t& v, const Split& by) {
-    walk_advance(r, v, by.rows, by.vecs, row_vecs);
-  };
   const int64_t first_j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t total_vecs = p.rows * vecs_per_row;  // kLinear's bound
   const Split first = kLinear ? Split{0, 0} : split(first_j);
@@ -892,7 +889,7 @@ __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) d
   const auto live = [&] { return kLinear ? j < total_vecs : row < p.rows; };
   const auto next = [&] {
     if constexpr (kLinear) j += stride * p.steps;
-    else advance(row, kv, iteration);
+    else walk_advance(row, kv, iteration.rows, iteration.vecs, row_vecs);
   };
   // NOTES: a thread takes p.steps grid-stride steps at once (each step's warp request stays
   // contiguous) and issues all their code and scale loads before the first store, so each
@@ -914,7 +911,7 @@ TEJAS_QUANT_UNROLL
 TEJAS_QUANT_UNROLL
         for (int st = 0; st < kMaxDequantSteps; ++st) {
           if (st < p.steps && r < p.rows) f(st, r, static_cast<int64_t>(v) * kVec);
-          if (st + 1 < kMaxDequantSteps) advance(r, v, step);
+          if (st + 1 < kMaxDequantSteps) walk_advance(r, v, step.rows, step.vecs, row_vecs);
         }
       }
     };
