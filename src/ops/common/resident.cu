@@ -14,7 +14,8 @@ namespace {
 std::mutex g_mutex;
 std::map<std::tuple<int, const void*, int, size_t, Carveout>, int64_t> g_resident;
 ResidentStats g_stats;  // under g_mutex
-std::map<std::pair<int, const void*>, int> g_optin;  // per (device, kernel) once raised: the opt-in limit (0: failed)
+std::mutex g_optin_mutex;
+std::map<std::pair<int, const void*>, std::pair<cudaError_t, int>> g_optin;  // per (device, kernel): once raised
 
 // The dynamic shared memory a block of fn may ask for: the opt-in maximum once raised (with the
 // max-shared carveout), or the default limit, untouched; 0 when a query fails.
@@ -28,21 +29,12 @@ int smem_limit(int device, const void* fn, Carveout carveout) {
     }
     return limit;
   }
-  auto optin = g_optin.find({device, fn});
-  if (optin == g_optin.end()) {
-    int limit = 0;
-    const bool ok =
-        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
-        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) == cudaSuccess &&
-        cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared) ==
-            cudaSuccess;
-    if (!ok) {
-      (void)cudaGetLastError();
-      ++g_stats.failures;
-    }
-    optin = g_optin.emplace(std::make_pair(device, fn), ok ? limit : 0).first;
+  int limit = 0;
+  if (raise_smem_optin(device, fn, &limit) != cudaSuccess) {
+    ++g_stats.failures;
+    return 0;
   }
-  return optin->second;
+  return limit;
 }
 
 int64_t query(int device, const void* fn, int threads, size_t smem, Carveout carveout) {
@@ -60,6 +52,36 @@ int64_t query(int device, const void* fn, int threads, size_t smem, Carveout car
 
 }  // namespace
 
+RelaxedCaptureScope::RelaxedCaptureScope() {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  swapped_ = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+  if (swapped_) previous_ = static_cast<int>(mode);
+  else (void)cudaGetLastError();
+}
+
+RelaxedCaptureScope::~RelaxedCaptureScope() {
+  if (!swapped_) return;
+  auto mode = static_cast<cudaStreamCaptureMode>(previous_);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
+cudaError_t raise_smem_optin(int device, const void* kernel, int* limit) {
+  const std::lock_guard<std::mutex> lock(g_optin_mutex);
+  auto it = g_optin.find({device, kernel});
+  if (it == g_optin.end()) {
+    const RelaxedCaptureScope relaxed;
+    int optin = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    it = g_optin.emplace(std::make_pair(device, kernel), std::make_pair(e, e == cudaSuccess ? optin : 0)).first;
+  }
+  *limit = it->second.second;
+  return it->second.first;
+}
+
 int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout carveout) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
@@ -75,7 +97,10 @@ int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout car
   if (const int64_t* known = recent.find(key)) return *known;
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_resident.find(key);
-  if (it == g_resident.end()) it = g_resident.emplace(key, query(device, kernel, threads, smem, carveout)).first;
+  if (it == g_resident.end()) {
+    const RelaxedCaptureScope relaxed;
+    it = g_resident.emplace(key, query(device, kernel, threads, smem, carveout)).first;
+  }
   recent.put(key, it->second);
   return it->second;
 }

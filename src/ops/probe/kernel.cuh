@@ -158,14 +158,5 @@ inline StreamCopyFn stream_copy_kernel_for(int vecs, int reads, int writes) {
   return nullptr;
 }
 
-// The (reads, writes) mixes instantiated, in order: an index for per-kernel host state.
-inline int stream_mix_index(int reads, int writes) {
-  if (writes == 1) return reads == 1 ? 0 : reads == 2 ? 1 : reads == 4 ? 2 : -1;
-  if (reads == 1) return writes == 2 ? 3 : writes == 4 ? 4 : -1;
-  return -1;
-}
-inline constexpr int kNumStreamMixes = 5;
-
-
 }  // inline namespace TEJAS_BUILD_NS
 }  // namespace tejas::probe

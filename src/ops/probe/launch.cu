@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ops/common/cuda_check.h"
+#include "ops/common/resident.h"
 #include "ops/probe/kernel.cuh"
 #include "ops/probe/launch.h"
 
@@ -24,12 +25,10 @@ namespace {
 
 constexpr int kSmemUnit = 128;  // shared memory allocation granularity (sm_80, sm_90)
 
-// Per device: its shared-memory sizes, and which kernels have been given the opt-in maximum and
-// the max-shared carveout (cudaFuncSetAttribute), so that timed launches query nothing.
+// Per device: its shared-memory sizes, asked once, so that timed launches query nothing (each
+// kernel's opt-in maximum and max-shared carveout are raised once too: detail::raise_smem_optin).
 struct DeviceState {
   int smem_per_sm = 0, reserved = 0, optin = 0, sms = 0;
-  bool raised[kNumStreamMixes][kMaxVecs + 1] = {};
-  bool raised_async[kMaxVecs + 1] = {};  // the cp.async mode's kernels
 };
 std::mutex g_mutex;
 std::map<int, DeviceState> g_devices;
@@ -79,15 +78,8 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
       const int64_t resident = int64_t{o.blocks_per_sm} * d->sms;
       l->blocks = l->blocks < resident ? l->blocks : resident;
     }
-    bool& raised = async ? d->raised_async[o.vecs] : d->raised[stream_mix_index(o.reads, o.writes)][o.vecs];
-    if (!raised) {
-      TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-          op, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, d->optin), "cudaFuncSetAttribute"));
-      TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-          op, cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
-          "cudaFuncSetAttribute"));
-      raised = true;
-    }
+    int optin = 0;  // the kernel's limit raised once (resident.h), its error reported
+    TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "cudaFuncSetAttribute"));
   }
   l->dynamic_smem_bytes = smem;
   if (want_occupancy) {
