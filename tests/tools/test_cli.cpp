@@ -74,8 +74,8 @@ TEST(Flags, NumbersAndLists) {
 TEST(Cli, HelpEverywhere) {
   Result r = tejas_cmd({"--help"});
   EXPECT_EQ(r.code, 0);
-  for (const char* cmd : {"check", "bench", "roofline", "info"}) EXPECT_TRUE(has(r.out, cmd)) << r.out;
-  for (const char* cmd : {"check", "bench", "roofline", "info"}) {
+  for (const char* cmd : {"check", "bench", "roofline", "info", "overhead"}) EXPECT_TRUE(has(r.out, cmd)) << r.out;
+  for (const char* cmd : {"check", "bench", "roofline", "info", "overhead"}) {
     r = tejas_cmd({cmd, "--help"});
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_TRUE(has(r.out, std::string("usage: tejas ") + cmd)) << r.out;
@@ -109,6 +109,10 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"bench", "--suite", "quant", "--filter", "no such row"}, "--filter"},
       {{"roofline", "--gpu", "v100"}, "--gpu"},
       {{"info", "--verbose"}, "--verbose"},
+      {{"overhead", "--calls", "0"}, "--calls"},
+      {{"overhead", "--calls", "2000000"}, "--calls"},
+      {{"overhead", "--op", "nope"}, "--op"},
+      {{"overhead", "--seed", "-1"}, "--seed"},
   };
   for (const auto& b : bad) {
     const Result r = tejas_cmd(b.args);
@@ -243,4 +247,34 @@ TEST(Cli, RooflineAndInfoWithoutGpu) {
   EXPECT_TRUE(has(r.out, "compiled CUDA architectures:")) << r.out;
   EXPECT_TRUE(has(r.out, "emulator: fibers ")) << r.out;
   EXPECT_TRUE(has(r.out, "no GPU")) << r.out;
+}
+
+// tejas overhead: a row per case of the chosen ops, each with two figures (fastest and median
+// round, ns per call) where the cuda path exists, or the call's unsupported message; no GPU needed.
+TEST(Cli, OverheadTimesEachCaseOfTheChosenOps) {
+  const Result r = tejas_cmd({"overhead", "--op", "silu_mul,merge_attention_states", "--calls", "3"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "best ns/call | median ns/call")) << r.out;
+  int timed = 0, unsupported = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("silu_mul | ", 0) == 0) {
+#if TEJAS_WITH_CUDA
+      const size_t last = line.rfind(" | "), before = line.rfind(" | ", last - 1);
+      ASSERT_NE(before, std::string::npos) << line;
+      const std::string best = line.substr(before + 3, last - before - 3), median = line.substr(last + 3);
+      EXPECT_GT(std::stod(best), 0.0) << line;
+      EXPECT_GE(std::stod(median), std::stod(best)) << line;
+      ++timed;
+#else
+      EXPECT_TRUE(has(line, "unsupported")) << line;  // a host-only build has no cuda path
+      ++unsupported;
+#endif
+    } else if (line.rfind("merge_attention_states | ", 0) == 0) {
+      EXPECT_TRUE(has(line, "unsupported: merge_attention_states")) << line;
+      ++unsupported;
+    }
+  }
+  EXPECT_GT(timed + unsupported, 6) << r.out;
+  EXPECT_FALSE(has(r.out, "silu_mul_quant")) << "--op selects whole names only";
 }

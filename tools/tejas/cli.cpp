@@ -13,6 +13,7 @@ constexpr const char* kTopHelp =
     "  bench      time kernels over production shapes beside their roofline floors\n"
     "  roofline   the GPU's ceilings (measured now on a GPU) and the floor of every workload\n"
     "  info       the device, compiled CUDA architectures and version\n"
+    "  overhead   the host time of each op's call, launch excluded (no GPU needed)\n"
     "\n"
     "`tejas COMMAND --help` describes each command's flags. Exit status: 0 ok, 1 a check failed or\n"
     "an error occurred, 2 bad flags.\n";
@@ -79,6 +80,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   if (cmd == "bench") return cmd_bench(rest, out, err);
   if (cmd == "roofline") return cmd_roofline(rest, out, err);
   if (cmd == "info") return cmd_info(rest, out, err);
+  if (cmd == "overhead") return cmd_overhead(rest, out, err);
   err << "tejas: unknown command '" << cmd << "' (see tejas --help)\n";
   return kExitUsage;
 }

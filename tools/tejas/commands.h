@@ -13,6 +13,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
 int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cmd_info(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cmd_overhead(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Parses flags; on error prints "tejas CMD: MESSAGE" and a hint to err and returns false with
 // *exit_code = kExitUsage; on --help prints `help` + the flag list to out and returns false with

@@ -7,6 +7,7 @@
 #include "ops/common/cuda_check.h"
 #include "ops/common/resident.h"
 #include "ops/quant/checks.h"
+#include "runtime/dry_launch.h"
 #include "runtime/validate.h"
 
 namespace tejas::act {
@@ -23,6 +24,7 @@ Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const 
   }
   set_last_gated_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
+  if (detail::dry_launch()) return Status::Ok();
   gated_kernel_for(act, x.dtype, c)<<<gated_grid(c), c.threads, gated_smem(c), static_cast<cudaStream_t>(ctx.stream)>>>(
       gated_params(x, out, o, c));
   return detail::cuda_launch_status(op);
@@ -36,6 +38,7 @@ Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const Quan
   set_last_quant_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
+  if (detail::dry_launch()) return Status::Ok();
   quant_kernel_for(a.x->dtype, c)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       quant_params(a, c));
   return detail::cuda_launch_status(op);

@@ -7,6 +7,7 @@
 #include "ops/norm/launch.h"
 #include "ops/norm/reference.h"
 #include "runtime/device_copy.h"
+#include "runtime/dry_launch.h"
 #include "runtime/validate.h"
 
 namespace tejas::norm {
@@ -50,6 +51,7 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::cuda, "H above 16384");
   const NormKernel kernel = kernel_for(a.x.dtype, l.config);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");
+  if (detail::dry_launch()) return Status::Ok();
   void* args[] = {&l.params};
   const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(l.config.grid)),
                                          dim3(static_cast<unsigned>(l.config.threads)), args, l.smem_bytes, stream);

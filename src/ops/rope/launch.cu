@@ -7,6 +7,7 @@
 #include "ops/common/resident.h"
 #include "ops/rope/kernels.cuh"
 #include "ops/rope/plan.h"
+#include "runtime/dry_launch.h"
 
 namespace tejas::rotary {
 
@@ -33,6 +34,7 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   // plan without its pipeline (without_pipeline): within the 48 KiB any kernel may ask for without
   // an attribute, which the emulator enforces too (emu::LaunchOptions::max_dynamic_smem_bytes).
   // The pipelined kernels' two stages (up to 96 KiB) get the opt-in maximum from resident_ctas.
+  if (detail::dry_launch()) return Status::Ok();
   kernel<<<dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
       l.params);
   return detail::cuda_launch_status(op);

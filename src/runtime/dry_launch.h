@@ -1,0 +1,22 @@
+// detail::ScopedDryLaunch: while one is alive, this thread's cuda-backend calls do everything a
+// call does on the host - validation, backend choice, planning, the occupancy questions and
+// their caches - except the launch itself: where the launcher would launch, the call answers Ok,
+// and no tensor is read or written. `tejas overhead` times the ops' host path this way (on a
+// machine without a GPU too: the device tensors it passes are never touched). Debug-check mode's
+// index copies are not skipped (they read the device); the tool leaves it off. The launchers
+// test dry_launch() right before each launch: one thread-local load per launch.
+#pragma once
+#include "runtime/scoped_set.h"
+
+namespace tejas::detail {
+
+inline thread_local bool g_dry_launch = false;
+
+inline bool dry_launch() { return g_dry_launch; }
+
+class ScopedDryLaunch : ScopedSet<bool> {
+ public:
+  ScopedDryLaunch() : ScopedSet(g_dry_launch, true) {}
+};
+
+}  // namespace tejas::detail

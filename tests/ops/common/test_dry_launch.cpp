@@ -1,0 +1,96 @@
+// detail::ScopedDryLaunch (runtime/dry_launch.h), which `tejas overhead` times the ops' host path
+// with: every op's check case, its tensors marked as device tensors, answers as a real call would
+// up to the launch (ok, or unsupported where the cuda backend has no kernel) and reads or writes
+// no byte of any tensor; bad arguments are still refused. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check/op_checks.h"
+#include "runtime/dry_launch.h"
+#include "support/seed.h"
+#include "tejas/norm.h"
+
+using namespace tejas;
+
+namespace {
+// Every element's code and the padding / guard state of each of the case's tensors.
+struct Snapshot {
+  std::vector<std::vector<uint64_t>> bits;
+};
+Snapshot snapshot(const check::Case& c) {
+  Snapshot s;
+  for (const auto& arg : c.args()) {
+    std::vector<uint64_t> b;
+    for (int64_t i = 0; i < arg.host->numel(); ++i) b.push_back(arg.host->bits_flat(i));
+    s.bits.push_back(std::move(b));
+  }
+  return s;
+}
+
+check::Args device_args(const check::Case& c) {
+  check::Args a;
+  for (const auto& arg : c.args()) {
+    TensorView v = arg.host->view();
+    if (v.defined()) v.device = Device::cuda;
+    a.add(arg.name, v);
+  }
+  return a;
+}
+
+const std::set<std::string> kNoCudaKernelYet = {"paged_decode_attention", "merge_attention_states",
+                                                "merge_attention_states_n"};
+}  // namespace
+
+TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
+  TEJAS_SEEDED_TEST_RNG();
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  [[maybe_unused]] int ran = 0;
+  for (const auto& op : check::op_checks()) {
+    check::Rng op_rng(check::op_seed(seed, op.name));
+    for (const check::Case& c : op.build(op_rng)) {
+      SCOPED_TRACE(c.op() + " " + c.label());
+      const Snapshot before = snapshot(c);
+      const check::Args a = device_args(c);
+      Status s;
+      {
+        const detail::ScopedDryLaunch dry;
+        s = c.call()(ctx, a);
+      }
+#if TEJAS_WITH_CUDA
+      if (kNoCudaKernelYet.count(c.op())) {
+        EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
+      } else {
+        EXPECT_TRUE(s.ok()) << s.to_string();
+        ++ran;
+      }
+#else
+      EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();  // no cuda backend in this build
+#endif
+      const Snapshot after = snapshot(c);
+      EXPECT_EQ(before.bits, after.bits) << "a dry call changed a tensor";
+      for (const auto& arg : c.args()) {
+        EXPECT_TRUE(arg.host->guards_intact()) << arg.name;
+        EXPECT_TRUE(arg.host->padding_intact()) << arg.name;
+      }
+    }
+  }
+#if TEJAS_WITH_CUDA
+  EXPECT_GT(ran, 40) << "fewer dry calls succeeded than the ops' check cases";
+#endif
+  EXPECT_FALSE(detail::dry_launch()) << "the scope did not restore the flag";
+}
+
+TEST(DryLaunch, StillRefusesBadArguments) {
+  check::HostTensor x(DType::bf16, {2, 64}), w(DType::bf16, {63}), out(DType::bf16, {2, 64});
+  TensorView xv = x.view(), wv = w.view(), ov = out.view();
+  xv.device = wv.device = ov.device = Device::cuda;
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  const detail::ScopedDryLaunch dry;
+  TEJAS_EXPECT_INVALID(rms_norm(ctx, xv, wv, 1e-6, ov), "weight");
+}
