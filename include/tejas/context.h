@@ -22,7 +22,8 @@ struct ExecContext {
   size_t workspace_bytes = 0;
   // Debug-check mode: also validate index contents (block_table, seq_lens, positions, slot
   // mappings). For device tensors this copies them to the host and synchronizes the stream,
-  // so it is off by default; the environment variable TEJAS_DEBUG_CHECKS=1 turns it on too.
+  // so it is off by default; the environment variable TEJAS_DEBUG_CHECKS=1 (read once, at the
+  // first call) turns it on too.
   bool debug_checks = false;
 };
 

@@ -32,7 +32,7 @@ Validator& Validator::fail(const char* name, const std::string& what) {
   return *this;
 }
 
-Validator& Validator::require(bool condition, const std::string& message) {
+Validator& Validator::require(bool condition, const char* message) {
   if (status_.ok() && !condition) status_ = Status::InvalidArgument(std::string(op_) + ": " + message);
   return *this;
 }
@@ -42,7 +42,7 @@ Validator& Validator::positive_f32(double value, const char* name) {
   if (value >= kMin && value <= kMax) return *this;  // NaN fails both
   std::ostringstream os;
   os << name << ": expected a positive normal f32 value (1.17549e-38 to 3.40282e+38), got " << value;
-  return require(false, os.str());
+  return require(false, os.str().c_str());
 }
 
 Validator& Validator::defined(const TensorView& t, const char* name) {
@@ -207,10 +207,10 @@ bool views_identical(const TensorView& a, const TensorView& b) {
 bool views_may_overlap(const TensorView& a, const TensorView& b) {
   if (!a.defined() || !b.defined()) return false;
   if (a.device != b.device || a.device_index != b.device_index) return false;
-  if (a.numel() == 0 || b.numel() == 0) return false;
   int64_t alo, ahi, blo, bhi;
   a.byte_extent(&alo, &ahi);
   b.byte_extent(&blo, &bhi);
+  if (ahi == alo || bhi == blo) return false;  // no elements (else the extent spans at least a byte)
   const auto abase = reinterpret_cast<intptr_t>(a.data), bbase = reinterpret_cast<intptr_t>(b.data);
   if (abase + ahi <= bbase + blo || bbase + bhi <= abase + alo) return false;
   // Same positive outermost byte stride, and each view's rows narrower than it: compare the row
@@ -243,6 +243,46 @@ Validator& Validator::no_overlap(const TensorView& a, const char* a_name, const 
   if (views_may_overlap(a, b))
     return fail(a_name, std::string("expected no overlap with ") + b_name +
                             (allow_identical ? " (only the exact same view is allowed, for in-place use)" : ""));
+  return *this;
+}
+
+Validator& Validator::no_overlap_each(std::initializer_list<NamedTensor> outputs,
+                                      std::initializer_list<NamedTensor> inputs) {
+  if (!ok()) return *this;
+  struct Extent {
+    intptr_t lo = 0, hi = 0;  // absolute bytes; lo == hi: absent or no elements
+  };
+  auto extent = [](const TensorView& t) {
+    Extent e;
+    if (!t.defined()) return e;
+    int64_t lo = 0, hi = 0;
+    t.byte_extent(&lo, &hi);
+    if (hi == lo) return e;
+    const auto base = reinterpret_cast<intptr_t>(t.data);
+    e.lo = base + lo;
+    e.hi = base + hi;
+    return e;
+  };
+  constexpr size_t kMaxInputs = 16;
+  Extent in_extent[kMaxInputs];
+  size_t n = 0;
+  for (const NamedTensor& in : inputs) {
+    if (n == kMaxInputs) break;
+    in_extent[n++] = extent(*in.t);
+  }
+  for (const NamedTensor& out : outputs) {
+    const Extent o = extent(*out.t);
+    size_t i = 0;
+    for (const NamedTensor& in : inputs) {
+      // Disjoint byte ranges (or an empty view) cannot overlap; otherwise the full rule decides.
+      const bool known = i < n;
+      const Extent e = known ? in_extent[i] : extent(*in.t);
+      ++i;
+      if (o.lo == o.hi || e.lo == e.hi || o.hi <= e.lo || e.hi <= o.lo) continue;
+      no_overlap(*out.t, out.name, *in.t, in.name);
+      if (!ok()) return *this;
+    }
+  }
   return *this;
 }
 
@@ -308,8 +348,11 @@ Status check_kernel_rows(const char* op, Backend b, const char* tensor, int64_t 
 
 bool debug_checks_enabled(const ExecContext& ctx) {
   if (ctx.debug_checks) return true;
-  const char* env = std::getenv("TEJAS_DEBUG_CHECKS");
-  return env && env[0] != '\0' && std::strcmp(env, "0") != 0;
+  static const bool env_on = [] {  // read once: every call asks
+    const char* env = std::getenv("TEJAS_DEBUG_CHECKS");
+    return env && env[0] != '\0' && std::strcmp(env, "0") != 0;
+  }();
+  return env_on;
 }
 
 int64_t read_index(const TensorView& t, std::initializer_list<int64_t> idx) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "tejas/context.h"
 #include "tejas/status.h"
@@ -30,6 +31,13 @@ class Validator {
   Validator& rank_between(const TensorView& t, const char* name, int lo, int hi);
   // Dimension d must equal `expected`; `why` says where the expectation comes from ("x's H").
   Validator& dim_eq(const TensorView& t, const char* name, int d, int64_t expected, const char* why);
+  // The same, with `why` built (a callable returning the std::string) only when the rule fails.
+  template <class F>
+    requires std::is_invocable_r_v<std::string, F&>
+  Validator& dim_eq(const TensorView& t, const char* name, int d, int64_t expected, F&& why) {
+    if (!ok() || !t.defined() || (d >= 0 && d < t.ndim && t.shape[d] == expected)) return *this;
+    return dim_eq(t, name, d, expected, why().c_str());
+  }
   Validator& dim_min(const TensorView& t, const char* name, int d, int64_t at_least);
   // Exact shape; -1 entries match anything.
   Validator& shape(const TensorView& t, const char* name, std::initializer_list<int64_t> expected);
@@ -48,10 +56,22 @@ class Validator {
   // the same view (same data, dtype, shape and strides): documented in-place use.
   Validator& no_overlap(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name,
                         bool allow_identical = false);
+  // no_overlap of every output with every input, in that order (outputs outer): each view's byte
+  // extent is found once, not once per pair (an op with 4 outputs and 6 inputs asks 24 pairs).
+  Validator& no_overlap_each(std::initializer_list<NamedTensor> outputs, std::initializer_list<NamedTensor> inputs);
   // Every defined tensor on one device (and device index).
   Validator& same_device(std::initializer_list<NamedTensor> tensors);
-  // Custom rule: `message` is appended after "op: ".
-  Validator& require(bool condition, const std::string& message);
+  // Custom rule: `message` is appended after "op: ". A message built from values is passed as a
+  // callable returning the std::string ([&] { return "x: expected ... got " + ...; }): it is
+  // built only when the rule fails, so a passing call builds no string (every op validates on
+  // every call: `tejas overhead`). A std::string argument does not compile, on purpose.
+  Validator& require(bool condition, const char* message);
+  template <class F>
+    requires std::is_invocable_r_v<std::string, F&>
+  Validator& require(bool condition, F&& message) {
+    if (status_.ok() && !condition) require(false, message().c_str());
+    return *this;
+  }
   // A scalar parameter the kernels take as f32 (eps, clamp limits): it must be a positive normal
   // f32 number, [2^-126, FLT_MAX], so that the conversion only rounds it (a smaller value
   // would flush toward 0, a larger one become Inf). "eps: expected a positive normal f32 ...".
@@ -94,7 +114,7 @@ Status cuda_not_built(const char* op, Backend b);
 inline constexpr int64_t kMaxKernelRows = (int64_t{1} << 31) - 1;
 Status check_kernel_rows(const char* op, Backend b, const char* tensor, int64_t rows);
 
-// ExecContext::debug_checks or TEJAS_DEBUG_CHECKS=1.
+// ExecContext::debug_checks or TEJAS_DEBUG_CHECKS=1 (the environment read once, at the first call).
 bool debug_checks_enabled(const ExecContext& ctx);
 
 // Reads an integer element (i32 or i64) of a host tensor; used for index validation.

@@ -196,3 +196,66 @@ TEST(HostTensor, ScopedPoisonFillsNewTensors) {
   HostTensor after(DType::e2m1, {2});
   EXPECT_EQ(after.bits_flat(1), 0xFu);  // -6: why 0xFF is no NaN poison for fp4
 }
+
+// A rule's message (or dim_eq's why) built from values is a callable, run only when the rule
+// fails: a passing call builds no string (every op validates on every call).
+TEST(Validate, MessagesAreBuiltOnlyWhenARuleFails) {
+  float buf[6];
+  const auto t = TensorView::contiguous(buf, DType::f32, {2, 3});
+  int built = 0;
+  auto message = [&] {
+    ++built;
+    return std::string("x: expected ") + std::to_string(3);
+  };
+  Validator pass("op");
+  pass.require(true, message).dim_eq(t, "t", 1, 3, [&] {
+    ++built;
+    return std::string("why");
+  });
+  EXPECT_TRUE(pass.ok());
+  EXPECT_EQ(built, 0) << "a passing rule built its message";
+
+  Validator fail("op");
+  fail.require(false, message).require(false, message);
+  EXPECT_EQ(built, 1) << "only the first failure's message is built";
+  EXPECT_EQ(fail.status().message(), "op: x: expected 3");
+
+  Validator dim("op");
+  dim.dim_eq(t, "t", 1, 4, [] { return std::string("a lazily named reason"); });
+  EXPECT_EQ(dim.status().message(),
+            "op: t: expected dim 1 = 4 (a lazily named reason), got 3 (shape [2, 3])");
+  Validator dim_missing("op");
+  dim_missing.dim_eq(t, "t", 2, 1, [] { return std::string("r"); });
+  EXPECT_EQ(dim_missing.status().message(), "op: t: expected a dimension 2");
+}
+
+// no_overlap_each answers as the pairwise no_overlap loop (outputs outer), the first failing
+// pair's message included, on random views of one buffer: overlapping, disjoint, interleaved
+// rows, empty and absent views.
+TEST(Validate, NoOverlapEachMatchesThePairwiseRule) {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<uint16_t> buf(4096);
+  auto random_view = [&](int which) {
+    TensorView v;
+    const int kind = static_cast<int>(rng.randint(0, 9));
+    if (kind == 0) return v;  // absent
+    const int64_t rows = kind == 1 ? 0 : rng.randint(1, 6), cols = rng.randint(1, 24);
+    const int64_t stride = cols + rng.randint(0, 24);
+    const int64_t start = rng.randint(0, 4096 - 6 * 48);
+    v = TensorView::contiguous(buf.data() + start, which % 2 ? DType::bf16 : DType::f16, {rows, cols});
+    v.stride[0] = stride;
+    return v;
+  };
+  const char* names[] = {"o0", "o1", "o2", "i0", "i1", "i2", "i3"};
+  for (int iter = 0; iter < 2000; ++iter) {
+    TensorView t[7];
+    for (int i = 0; i < 7; ++i) t[i] = random_view(i);
+    Validator pairwise("op");
+    for (int o = 0; o < 3; ++o)
+      for (int i = 3; i < 7; ++i) pairwise.no_overlap(t[o], names[o], t[i], names[i]);
+    Validator each("op");
+    each.no_overlap_each({{names[0], &t[0]}, {names[1], &t[1]}, {names[2], &t[2]}},
+                         {{names[3], &t[3]}, {names[4], &t[4]}, {names[5], &t[5]}, {names[6], &t[6]}});
+    ASSERT_EQ(each.status().message(), pairwise.status().message()) << "iteration " << iter;
+  }
+}

@@ -21,7 +21,7 @@ inline int64_t check_gate_up(detail::Validator& v, const TensorView& x) {
   const int64_t two_f = x.shape[1];
   v.dim_min(x, "x", 0, 1);
   v.require(two_f >= 2 && two_f % 2 == 0,
-            "x: expected an even dim 1 >= 2 ([gate | up]), got " + std::to_string(two_f));
+            [&] { return "x: expected an even dim 1 >= 2 ([gate | up]), got " + std::to_string(two_f); });
   return v.ok() ? two_f / 2 : 0;
 }
 

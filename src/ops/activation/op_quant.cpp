@@ -22,8 +22,10 @@ void check_fused(detail::Validator& v, const TensorView& x, const TensorView& q,
   v.rank(q, "q", 2).rank(scales, "scales", 2);
   const int64_t F = act::check_gate_up(v, x);
   if (!v.ok()) return;
-  v.require(F % group == 0, "x: expected dim 1 = 2F with F a multiple of the group size " + std::to_string(group) +
-                                ", got " + std::to_string(2 * F));
+  v.require(F % group == 0, [&] {
+    return "x: expected dim 1 = 2F with F a multiple of the group size " + std::to_string(group) + ", got " +
+           std::to_string(2 * F);
+  });
   const int64_t T = x.shape[0];
   v.dim_eq(q, "q", 0, T, "x's T").dim_eq(q, "q", 1, F, "half of x's dim 1");
   v.dim_eq(scales, "scales", 0, T, "x's T").dim_eq(scales, "scales", 1, F / group, "F / group size");
@@ -31,8 +33,9 @@ void check_fused(detail::Validator& v, const TensorView& x, const TensorView& q,
   act::check_layout(v, q, "q");
   act::check_layout(v, scales, "scales");
   if (q.dtype == DType::e2m1)
-    v.require(q.shape[0] <= 1 || q.stride[0] % 2 == 0,
-              "q: expected an even row stride for e2m1 (every row starts on a byte), got " + q.describe());
+    v.require(q.shape[0] <= 1 || q.stride[0] % 2 == 0, [&] {
+      return "q: expected an even row stride for e2m1 (every row starts on a byte), got " + q.describe();
+    });
   act::check_options(v, options);
   v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}});
   v.distinct_elements(q, "q").distinct_elements(scales, "scales");
@@ -94,7 +97,7 @@ Status silu_mul_quant_mx(const ExecContext& ctx, MxFormat format, const TensorVi
   detail::Validator v(kMxOp);
   const bool nvfp4 = format == MxFormat::nvfp4;
   v.require(format == MxFormat::mxfp4 || nvfp4,
-            std::string("format: expected mxfp4 or nvfp4, got ") + mx_format_name(format));
+            [&] { return std::string("format: expected mxfp4 or nvfp4, got ") + mx_format_name(format); });
   check_defined(v, x, q, scales);
   v.dtype_in(q, "q", {DType::e2m1}).dtype_in(scales, "scales", {nvfp4 ? DType::e4m3 : DType::ue8m0});
   quant_detail::check_tensor_scale(v, format, tensor_scale);

@@ -48,16 +48,18 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
   const bool fp8 = out.dtype == DType::e4m3;
   const bool dynamic = sc.mode == Fp8ScaleMode::dynamic_per_token;
   if (fp8) {
-    v.require(dynamic || sc.mode == Fp8ScaleMode::static_per_tensor,
-              "out_scale.mode: expected dynamic_per_token or static_per_tensor, got " +
-                  std::to_string(static_cast<int>(sc.mode)));
+    v.require(dynamic || sc.mode == Fp8ScaleMode::static_per_tensor, [&] {
+      return "out_scale.mode: expected dynamic_per_token or static_per_tensor, got " +
+             std::to_string(static_cast<int>(sc.mode));
+    });
     v.defined(sc.scale, kScaleName).dtype_in(sc.scale, kScaleName, {DType::f32}).rank(sc.scale, kScaleName, 1);
     v.dim_eq(sc.scale, kScaleName, 0, dynamic ? x.shape[0] : 1, dynamic ? "x's T: dynamic per-token scale" : "static scale");
     check_layout(v, sc.scale, kScaleName);
   } else {
-    v.require(!sc.scale.defined(), std::string(kScaleName) + ": expected none (out is " +
-                                       std::string(dtype_name(out.dtype)) + ", not e4m3), got " +
-                                       sc.scale.describe());
+    v.require(!sc.scale.defined(), [&] {
+      return std::string(kScaleName) + ": expected none (out is " + std::string(dtype_name(out.dtype)) +
+             ", not e4m3), got " + sc.scale.describe();
+    });
   }
   v.positive_f32(eps, "eps");
   v.same_device({{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"out", &out}, {kScaleName, &sc.scale}});
@@ -125,8 +127,10 @@ Status validate_quant(const TensorView& x, const TensorView& residual, const Ten
   v.rank(x, "x", 2).rank(residual, "residual", 2).rank(weight, "weight", 1).rank(q, "q", 2).rank(scales, kScales, 2);
   v.dim_min(x, "x", 0, 1).dim_min(x, "x", 1, 1);
   if (v.ok())
-    v.require(x.shape[1] % kNormQuantGroup == 0, "x: expected H a multiple of " + std::to_string(kNormQuantGroup) +
-                                                     " (the quantization group), got " + std::to_string(x.shape[1]));
+    v.require(x.shape[1] % kNormQuantGroup == 0, [&] {
+      return "x: expected H a multiple of " + std::to_string(kNormQuantGroup) + " (the quantization group), got " +
+             std::to_string(x.shape[1]);
+    });
   v.same_shape(residual, "residual", x, "x").same_shape(q, "q", x, "x");
   if (v.ok()) {
     v.dim_eq(weight, "weight", 0, x.shape[1], "x's H");

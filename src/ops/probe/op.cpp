@@ -23,41 +23,56 @@ Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOp
   v.dtype_in(src, "src", {DType::u8}).same_dtype(dst, "dst", src, "src");
   v.rank(src, "src", 1).rank(dst, "dst", 1);
   if (!mix_supported(o.reads, o.writes))
-    v.require(false, "options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
-                         std::to_string(o.reads) + " / " + std::to_string(o.writes));
+    v.require(false, [&] {
+      return "options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
+             std::to_string(o.reads) + " / " + std::to_string(o.writes);
+    });
   if (!(o.vecs == 1 || o.vecs == 2 || o.vecs == 4 || o.vecs == kMaxVecs))
-    v.require(false, "options.vecs: expected 1, 2, 4 or 8, got " + std::to_string(o.vecs));
+    v.require(false, [&] { return "options.vecs: expected 1, 2, 4 or 8, got " + std::to_string(o.vecs); });
   if (o.blocks_per_sm < 0 || o.blocks_per_sm > kMaxBlocksPerSm)
-    v.require(false, "options.blocks_per_sm: expected 0 (no cap) .. " + std::to_string(kMaxBlocksPerSm) + ", got " +
-                         std::to_string(o.blocks_per_sm));
+    v.require(false, [&] {
+      return "options.blocks_per_sm: expected 0 (no cap) .. " + std::to_string(kMaxBlocksPerSm) + ", got " +
+             std::to_string(o.blocks_per_sm);
+    });
   if (o.stages != 0) {
     if (!(o.stages == 1 || o.stages == 2 || o.stages == 4))
-      v.require(false, "options.stages: expected 0 (no cp.async), 1, 2 or 4, got " + std::to_string(o.stages));
+      v.require(false,
+                [&] { return "options.stages: expected 0 (no cp.async), 1, 2 or 4, got " + std::to_string(o.stages); });
     else if (o.reads != 1 || o.writes != 1)
-      v.require(false, "options.reads / options.writes: the cp.async mode (options.stages > 0) copies: expected 1 / 1, got " +
-                           std::to_string(o.reads) + " / " + std::to_string(o.writes));
+      v.require(false, [&] {
+        return "options.reads / options.writes: the cp.async mode (options.stages > 0) copies: expected 1 / 1, got " +
+               std::to_string(o.reads) + " / " + std::to_string(o.writes);
+      });
     else if (o.blocks_per_sm == 0)
-      v.require(false, "options.blocks_per_sm: the cp.async mode needs its persistent blocks per SM (1 .. " +
-                           std::to_string(kMaxBlocksPerSm) + "), got 0");
+      v.require(false, [&] {
+        return "options.blocks_per_sm: the cp.async mode needs its persistent blocks per SM (1 .. " +
+               std::to_string(kMaxBlocksPerSm) + "), got 0";
+      });
     else if (o.vecs > 4)
-      v.require(false, "options.vecs: the cp.async mode takes 1, 2 or 4, got " + std::to_string(o.vecs));
+      v.require(false,
+                [&] { return "options.vecs: the cp.async mode takes 1, 2 or 4, got " + std::to_string(o.vecs); });
   }
   if (!v.ok()) return v.status();
   if (o.reads * o.vecs > kMaxLoadsPerThread)
-    v.require(false, "options.vecs: expected reads x vecs <= " + std::to_string(kMaxLoadsPerThread) + ", got " +
-                         std::to_string(o.reads) + " x " + std::to_string(o.vecs));
+    v.require(false, [&] {
+      return "options.vecs: expected reads x vecs <= " + std::to_string(kMaxLoadsPerThread) + ", got " +
+             std::to_string(o.reads) + " x " + std::to_string(o.vecs);
+    });
   v.contiguous(src, "src").contiguous(dst, "dst");
   if (!v.ok()) return v.status();
   const int64_t plane = int64_t{kVecBytes} * o.reads;
   if (src.shape[0] <= 0 || src.shape[0] % plane != 0)
-    v.require(false, "src: expected a positive multiple of " + std::to_string(plane) + " bytes (" +
-                         std::to_string(o.reads) + " planes of 16-byte vectors), got " + std::to_string(src.shape[0]));
+    v.require(false, [&] {
+      return "src: expected a positive multiple of " + std::to_string(plane) + " bytes (" + std::to_string(o.reads) +
+             " planes of 16-byte vectors), got " + std::to_string(src.shape[0]);
+    });
   if (!v.ok()) return v.status();
   const int64_t n = src.shape[0] / plane;
   if (dst.shape[0] != n * kVecBytes * o.writes)
-    v.require(false, "dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" +
-                         std::to_string(o.writes) + " planes of src's " + std::to_string(n) + " vectors), got " +
-                         std::to_string(dst.shape[0]));
+    v.require(false, [&] {
+      return "dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" + std::to_string(o.writes) +
+             " planes of src's " + std::to_string(n) + " vectors), got " + std::to_string(dst.shape[0]);
+    });
   v.aligned(src, "src", kVecBytes).aligned(dst, "dst", kVecBytes);
   v.same_device({{"src", &src}, {"dst", &dst}});
   v.no_overlap(dst, "dst", src, "src");

@@ -9,11 +9,12 @@
 namespace tejas::quant_detail {
 
 // The float side (`data`: x or out) and the codes `q` are [..., K] with K a multiple of `block`
-// (described as `block_what` in messages, e.g. "group_size (128)"); `scales` is [..., K / block].
+// (described in messages as "group_size (128)", or with `mx_format` (an MX format's name) as "the
+// mxfp4 block size (32)"); `scales` is [..., K / block].
 // Checks ranks, shapes, inner-contiguous non-negative strides and byte-aligned e2m1 rows.
 // `block` must already be known positive.
 void check_layout(detail::Validator& v, const TensorView& data, const char* data_name, const TensorView& q,
-                  const TensorView& scales, int64_t block, const std::string& block_what);
+                  const TensorView& scales, int64_t block, const char* mx_format = nullptr);
 
 bool valid_format(MxFormat f);
 

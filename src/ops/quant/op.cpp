@@ -17,12 +17,6 @@ namespace {
 constexpr int kMxBlock = 32;     // OCP MX block size (mxfp8, mxfp4)
 constexpr int kNvfp4Block = 16;  // NVFP4 block size
 
-std::string group_what(int group_size) { return "group_size (" + std::to_string(group_size) + ")"; }
-
-std::string block_what(MxFormat f) {
-  return std::string("the ") + mx_format_name(f) + " block size (" + std::to_string(mx_block_size(f)) + ")";
-}
-
 using quant_kernel::ScaleRule;
 
 // The kernel backends (emulator, cuda); `ts` is tensor_scale (absent unless nvfp4).
@@ -89,8 +83,8 @@ Status quant_fp8_group(const ExecContext& ctx, const TensorView& x, const Tensor
   v.dtype_in(x, "x", {DType::bf16, DType::f16, DType::f32})
       .dtype_in(q, "q", {DType::e4m3})
       .dtype_in(scales, "scales", {DType::f32, DType::ue8m0});
-  v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
-  if (v.ok()) check_layout(v, x, "x", q, scales, group_size, group_what(group_size));
+  v.require(group_size > 0, [&] { return "group_size: expected > 0, got " + std::to_string(group_size); });
+  if (v.ok()) check_layout(v, x, "x", q, scales, group_size);
   v.distinct_elements(q, "q");
   v.distinct_elements(scales, "scales");
   v.same_device({{"x", &x}, {"q", &q}, {"scales", &scales}});
@@ -114,8 +108,8 @@ Status dequant_fp8_group(const ExecContext& ctx, const TensorView& q, const Tens
   v.dtype_in(q, "q", {DType::e4m3})
       .dtype_in(scales, "scales", {DType::f32, DType::ue8m0})
       .dtype_in(out, "out", {DType::bf16, DType::f16, DType::f32});
-  v.require(group_size > 0, "group_size: expected > 0, got " + std::to_string(group_size));
-  if (v.ok()) check_layout(v, out, "out", q, scales, group_size, group_what(group_size));
+  v.require(group_size > 0, [&] { return "group_size: expected > 0, got " + std::to_string(group_size); });
+  if (v.ok()) check_layout(v, out, "out", q, scales, group_size);
   v.distinct_elements(out, "out");
   v.same_device({{"q", &q}, {"scales", &scales}, {"out", &out}});
   v.no_overlap(out, "out", q, "q").no_overlap(out, "out", scales, "scales");
@@ -132,10 +126,10 @@ Status quant_mx(const ExecContext& ctx, MxFormat format, const TensorView& x, co
   constexpr const char* kOp = "quant_mx";
   Validator v(kOp);
   v.require(quant_detail::valid_format(format),
-            "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)));
+            [&] { return "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)); });
   v.defined(x, "x").defined(q, "q").defined(scales, "scales");
   if (v.ok()) check_mx_dtypes(v, format, x, "x", q, scales);
-  if (v.ok()) check_layout(v, x, "x", q, scales, mx_block_size(format), block_what(format));
+  if (v.ok()) check_layout(v, x, "x", q, scales, mx_block_size(format), mx_format_name(format));
   v.distinct_elements(q, "q");
   v.distinct_elements(scales, "scales");
   quant_detail::check_tensor_scale(v, format, tensor_scale);
@@ -158,10 +152,10 @@ Status dequant_mx(const ExecContext& ctx, MxFormat format, const TensorView& q, 
   constexpr const char* kOp = "dequant_mx";
   Validator v(kOp);
   v.require(quant_detail::valid_format(format),
-            "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)));
+            [&] { return "format: expected mxfp8, mxfp4 or nvfp4, got " + std::to_string(static_cast<int>(format)); });
   v.defined(q, "q").defined(scales, "scales").defined(out, "out");
   if (v.ok()) check_mx_dtypes(v, format, out, "out", q, scales);
-  if (v.ok()) check_layout(v, out, "out", q, scales, mx_block_size(format), block_what(format));
+  if (v.ok()) check_layout(v, out, "out", q, scales, mx_block_size(format), mx_format_name(format));
   v.distinct_elements(out, "out");
   quant_detail::check_tensor_scale(v, format, tensor_scale);
   v.same_device({{"q", &q}, {"scales", &scales}, {"tensor_scale", &tensor_scale}, {"out", &out}});

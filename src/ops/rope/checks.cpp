@@ -24,14 +24,18 @@ void check_qk_cache(detail::Validator& v, int64_t T, const TensorView& positions
   v.dim_eq(k, "k", 0, T, "positions' T").dim_min(k, "k", 1, 1).dim_eq(k, "k", 2, D, "q's head dim");
   v.dim_min(cache, kCacheName, 0, 1);
   const int64_t heads = q.shape[1] + (k.defined() ? k.shape[1] : 0);
-  v.require(heads <= kMaxHeads, "q, k: expected at most " + std::to_string(kMaxHeads) +
-                                    " heads in all (q's dim 1 plus k's), got " + std::to_string(heads));
-  v.require(D <= kMaxHeadDim, "q: expected a head dim (dim 2) of at most " + std::to_string(kMaxHeadDim) + ", got " +
-                                  std::to_string(D));
+  v.require(heads <= kMaxHeads, [&] {
+    return "q, k: expected at most " + std::to_string(kMaxHeads) + " heads in all (q's dim 1 plus k's), got " +
+           std::to_string(heads);
+  });
+  v.require(D <= kMaxHeadDim, [&] {
+    return "q: expected a head dim (dim 2) of at most " + std::to_string(kMaxHeadDim) + ", got " + std::to_string(D);
+  });
   const int64_t rotary_dim = cache.shape[1];
-  v.require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= D,
-            std::string(kCacheName) + ": expected an even rotary_dim (dim 1) in [2, " + std::to_string(D) +
-                "] (q's head dim), got " + std::to_string(rotary_dim));
+  v.require(rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= D, [&] {
+    return std::string(kCacheName) + ": expected an even rotary_dim (dim 1) in [2, " + std::to_string(D) +
+           "] (q's head dim), got " + std::to_string(rotary_dim);
+  });
   for (const detail::NamedTensor& nt :
        {detail::NamedTensor{"positions", &positions}, {"q", &q}, {"k", &k}, {kCacheName, &cache}})
     check_layout(v, *nt.t, nt.name);

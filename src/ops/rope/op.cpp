@@ -26,7 +26,7 @@ Status validate_rope(const TensorView& positions, const TensorView& q, const Ten
   if (!v.ok()) return v.status();
   rotary::check_qk_cache(v, positions.shape[0], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
   v.require(style == RopeStyle::neox || style == RopeStyle::gptj,
-            "style: expected neox or gptj, got " + std::to_string(static_cast<int>(style)));
+            [&] { return "style: expected neox or gptj, got " + std::to_string(static_cast<int>(style)); });
   v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cache}});
   return v.status();
 }
@@ -47,10 +47,11 @@ Status validate_mrope(const TensorView& positions, const TensorView& q, const Te
   const int64_t half = cache.shape[1] / 2;
   // Each size bounded before the sum: three huge sizes must not wrap around to `half`.
   const auto in_range = [half](int64_t n) { return n >= 0 && n <= half; };
-  v.require(in_range(s.temporal) && in_range(s.height) && in_range(s.width) &&
-                s.temporal + s.height + s.width == half,
-            "section: expected three sizes >= 0 summing to rotary_dim / 2 = " + std::to_string(half) + ", got {" +
-                std::to_string(s.temporal) + ", " + std::to_string(s.height) + ", " + std::to_string(s.width) + "}");
+  v.require(
+      in_range(s.temporal) && in_range(s.height) && in_range(s.width) && s.temporal + s.height + s.width == half, [&] {
+        return "section: expected three sizes >= 0 summing to rotary_dim / 2 = " + std::to_string(half) + ", got {" +
+               std::to_string(s.temporal) + ", " + std::to_string(s.height) + ", " + std::to_string(s.width) + "}";
+      });
   v.same_device({{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cache}});
   return v.status();
 }

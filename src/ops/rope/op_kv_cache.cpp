@@ -18,8 +18,10 @@ constexpr int kCacheRank = 4;  // [num_blocks, block_size, Hk, D]
 
 void check_scale(detail::Validator& v, const TensorView& scale, const char* name, bool fp8, DType cache_dtype) {
   if (!fp8) {
-    v.require(!scale.defined(), std::string(name) + ": expected none (the cache holds " +
-                                    std::string(dtype_name(cache_dtype)) + ", not fp8), got " + scale.describe());
+    v.require(!scale.defined(), [&] {
+      return std::string(name) + ": expected none (the cache holds " + std::string(dtype_name(cache_dtype)) +
+             ", not fp8), got " + scale.describe();
+    });
     return;
   }
   v.defined(scale, name).dtype_in(scale, name, {DType::f32}).shape(scale, name, {1});
@@ -59,18 +61,20 @@ Status validate(const TensorView& positions, const TensorView& q, const TensorVi
   const int64_t T = positions.shape[0];
   rotary::check_qk_cache(v, T, positions, q, k, cos_sin, {DType::bf16, DType::f16});
   v.require(style == RopeStyle::neox || style == RopeStyle::gptj,
-            "style: expected neox or gptj, got " + std::to_string(static_cast<int>(style)));
+            [&] { return "style: expected neox or gptj, got " + std::to_string(static_cast<int>(style)); });
   v.same_dtype(val, "v", q, "q").same_shape(val, "v", k, "k");
   v.dtype_in(slots, "slot_mapping", {DType::i64}).rank(slots, "slot_mapping", 1);
   if (!v.ok()) return v.status();
   v.dim_eq(slots, "slot_mapping", 0, T, "positions' T");
   if (!check_caches(v, k, val, slots, c)) return v.status();
   // Outputs (q, k, the caches) against everything else.
-  const detail::NamedTensor inputs[] = {{"positions", &positions}, {rotary::kCacheName, &cos_sin}, {"v", &val},
-                                        {"slot_mapping", &slots},  {"k_scale", &c.k_scale},       {"v_scale", &c.v_scale}};
-  for (const detail::NamedTensor& out : {detail::NamedTensor{"q", &q}, {"k", &k}, {"k_cache", &c.k_cache},
-                                         {"v_cache", &c.v_cache}})
-    for (const detail::NamedTensor& in : inputs) v.no_overlap(*out.t, out.name, *in.t, in.name);
+  v.no_overlap_each({{"q", &q}, {"k", &k}, {"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}},
+                    {{"positions", &positions},
+                     {rotary::kCacheName, &cos_sin},
+                     {"v", &val},
+                     {"slot_mapping", &slots},
+                     {"k_scale", &c.k_scale},
+                     {"v_scale", &c.v_scale}});
   v.no_overlap(c.k_cache, "k_cache", c.v_cache, "v_cache")
       .no_overlap(c.k_cache, "k_cache", q, "q")
       .no_overlap(c.k_cache, "k_cache", k, "k")
@@ -92,21 +96,22 @@ Status validate_kv(const TensorView& k, const TensorView& val, const TensorView&
   if (!v.ok()) return v.status();
   v.dim_min(k, "k", 0, 1).dim_min(k, "k", 1, 1).dim_min(k, "k", 2, 1);
   if (k.shape[1] > rotary::kMaxHeads)
-    v.require(false, "k: expected at most " + std::to_string(rotary::kMaxHeads) + " heads, got " +
-                         std::to_string(k.shape[1]));
+    v.require(false, [&] {
+      return "k: expected at most " + std::to_string(rotary::kMaxHeads) + " heads, got " + std::to_string(k.shape[1]);
+    });
   if (k.shape[2] > rotary::kMaxHeadDim)
-    v.require(false, "k: expected a head dim (dim 2) of at most " + std::to_string(rotary::kMaxHeadDim) + ", got " +
-                         std::to_string(k.shape[2]));
+    v.require(false, [&] {
+      return "k: expected a head dim (dim 2) of at most " + std::to_string(rotary::kMaxHeadDim) + ", got " +
+             std::to_string(k.shape[2]);
+    });
   v.same_dtype(val, "v", k, "k").same_shape(val, "v", k, "k");
   v.dtype_in(slots, "slot_mapping", {DType::i64}).rank(slots, "slot_mapping", 1);
   if (!v.ok()) return v.status();
   v.dim_eq(slots, "slot_mapping", 0, k.shape[0], "k's T");
   if (!check_caches(v, k, val, slots, c)) return v.status();
   rotary::check_layout(v, k, "k");
-  const detail::NamedTensor inputs[] = {{"k", &k}, {"v", &val}, {"slot_mapping", &slots},
-                                        {"k_scale", &c.k_scale}, {"v_scale", &c.v_scale}};
-  for (const detail::NamedTensor& out : {detail::NamedTensor{"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}})
-    for (const detail::NamedTensor& in : inputs) v.no_overlap(*out.t, out.name, *in.t, in.name);
+  v.no_overlap_each({{"k_cache", &c.k_cache}, {"v_cache", &c.v_cache}},
+                    {{"k", &k}, {"v", &val}, {"slot_mapping", &slots}, {"k_scale", &c.k_scale}, {"v_scale", &c.v_scale}});
   v.no_overlap(c.k_cache, "k_cache", c.v_cache, "v_cache");
   v.same_device({{"k", &k}, {"v", &val}, {"slot_mapping", &slots}, {"k_cache", &c.k_cache},
                  {"v_cache", &c.v_cache}, {"k_scale", &c.k_scale}, {"v_scale", &c.v_scale}});

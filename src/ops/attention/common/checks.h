@@ -21,7 +21,7 @@ inline std::string format_value(double x) {
 // A double parameter that must be finite and >= 0.
 inline void require_finite_nonnegative(detail::Validator& v, double x, const char* name, const char* note) {
   v.require(std::isfinite(x) && x >= 0.0,
-            std::string(name) + ": expected a finite value >= 0" + note + ", got " + format_value(x));
+            [&] { return std::string(name) + ": expected a finite value >= 0" + note + ", got " + format_value(x); });
 }
 
 }  // namespace tejas::attn

@@ -34,15 +34,18 @@ Status validate(const TensorView& q, const TensorView& k_cache, const TensorView
   if (!v.ok()) return v.status();
 
   const int64_t B = q.shape[0], Q = q.shape[1], Hq = q.shape[2], D = q.shape[3];
-  v.dim_min(q, "q", 1, 1).require(Q <= kMaxDecodeQueries, "q: expected dim 1 (queries per request) <= " +
-                                                             std::to_string(kMaxDecodeQueries) + ", got " +
-                                                             std::to_string(Q));
+  v.dim_min(q, "q", 1, 1).require(Q <= kMaxDecodeQueries, [&] {
+    return "q: expected dim 1 (queries per request) <= " + std::to_string(kMaxDecodeQueries) + ", got " +
+           std::to_string(Q);
+  });
   v.dim_min(q, "q", 2, 1).dim_min(q, "q", 3, 1);
   v.dim_min(k_cache, "k_cache", 0, 1).dim_min(k_cache, "k_cache", 1, 1).dim_min(k_cache, "k_cache", 2, 1);
   if (!v.ok()) return v.status();
   const int64_t Hkv = k_cache.shape[2];
-  v.require(Hq % Hkv == 0, "k_cache: expected dim 2 (kv heads) dividing q's " + std::to_string(Hq) +
-                               " heads, got " + std::to_string(Hkv));
+  v.require(Hq % Hkv == 0, [&] {
+    return "k_cache: expected dim 2 (kv heads) dividing q's " + std::to_string(Hq) + " heads, got " +
+           std::to_string(Hkv);
+  });
   v.dim_eq(k_cache, "k_cache", 3, D, "q's head dim").same_shape(v_cache, "v_cache", k_cache, "k_cache");
   v.dim_eq(block_table, "block_table", 0, B, "q's batch").dim_min(block_table, "block_table", 1, 1);
   v.shape(seq_lens, "seq_lens", {B}).shape(sinks, "sinks", {Hq});
@@ -56,17 +59,20 @@ Status validate(const TensorView& q, const TensorView& k_cache, const TensorView
   v.distinct_elements(lse, "lse");
 
   attn::require_finite_nonnegative(v, params.softmax_scale, "params.softmax_scale", " (0 selects 1/sqrt(D))");
-  v.require(params.window_left >= -1,
-            "params.window_left: expected >= -1 (-1: no window), got " + std::to_string(params.window_left));
+  v.require(params.window_left >= -1, [&] {
+    return "params.window_left: expected >= -1 (-1: no window), got " + std::to_string(params.window_left);
+  });
   attn::require_finite_nonnegative(v, params.logits_soft_cap, "params.logits_soft_cap", " (0: off)");
   if (v.ok()) {
     const bool fp8 = dtype_is_fp8(k_cache.dtype);
     const char* rule = fp8 ? " (fp8 cache: finite and > 0)" : " (exactly 1: the cache is not fp8)";
     auto scale_ok = [&](float s) { return fp8 ? std::isfinite(s) && s > 0.0f : s == 1.0f; };
-    v.require(scale_ok(params.k_scale),
-              std::string("params.k_scale: expected a scale") + rule + ", got " + attn::format_value(params.k_scale));
-    v.require(scale_ok(params.v_scale),
-              std::string("params.v_scale: expected a scale") + rule + ", got " + attn::format_value(params.v_scale));
+    v.require(scale_ok(params.k_scale), [&] {
+      return std::string("params.k_scale: expected a scale") + rule + ", got " + attn::format_value(params.k_scale);
+    });
+    v.require(scale_ok(params.v_scale), [&] {
+      return std::string("params.v_scale: expected a scale") + rule + ", got " + attn::format_value(params.v_scale);
+    });
   }
 
   v.same_device({{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"block_table", &block_table},
