@@ -156,6 +156,16 @@ std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad)
   return t;
 }
 
+Args dry_device_args(const Case& c) {
+  Args a;
+  for (const auto& arg : c.args()) {
+    TensorView v = arg.host->view();
+    if (v.defined()) v.device = Device::cuda;
+    a.add(arg.name, v);
+  }
+  return a;
+}
+
 CaseResult run_case(const Case& c, const RunOptions& options) {
   ExecContext ref_ctx;
   ref_ctx.backend = Backend::reference;

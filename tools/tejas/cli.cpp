@@ -57,6 +57,32 @@ bool suites_flag(const char* cmd, const Flags& flags, std::vector<std::string>* 
   return true;
 }
 
+bool ops_flag(const char* cmd, const Flags& flags, std::vector<const check::OpCheck*>* ops, std::ostream& err) {
+  if (!flags.has("op")) {
+    for (const auto& c : check::op_checks()) ops->push_back(&c);
+    return true;
+  }
+  for (const std::string& name : split_list(flags.get("op"))) {
+    const check::OpCheck* c = check::find_op_check(name);
+    if (!c) {
+      usage_error(cmd, "--op: unknown op '" + name + "' (tejas check --list shows them)", err);
+      return false;
+    }
+    ops->push_back(c);
+  }
+  return true;
+}
+
+bool seed_flag(const char* cmd, const Flags& flags, uint64_t* seed, std::ostream& err) {
+  if (!flags.has("seed")) {
+    *seed = check::fresh_seed();
+    return true;
+  }
+  if (parse_u64(flags.get("seed"), seed)) return true;
+  usage_error(cmd, "--seed: expected a non-negative integer, got '" + flags.get("seed") + "'", err);
+  return false;
+}
+
 const bench::GpuCeilings* gpu_flag(const char* cmd, const Flags& flags, const std::string& fallback,
                                    std::ostream& err) {
   const std::string name = flags.get("gpu", fallback);

@@ -63,23 +63,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return usage_error("check", std::string("--graph: needs the cuda backend, got ") + backend_name(backend), err);
 
   std::vector<const check::OpCheck*> ops;
-  if (flags.has("op")) {
-    for (const std::string& name : split_list(flags.get("op"))) {
-      const check::OpCheck* c = check::find_op_check(name);
-      if (!c) return usage_error("check", "--op: unknown op '" + name + "' (tejas check --list shows them)", err);
-      ops.push_back(c);
-    }
-  } else {
-    for (const auto& c : check::op_checks()) ops.push_back(&c);
-  }
-
   uint64_t seed = 0;
-  if (flags.has("seed")) {
-    if (!parse_u64(flags.get("seed"), &seed))
-      return usage_error("check", "--seed: expected a non-negative integer, got '" + flags.get("seed") + "'", err);
-  } else {
-    seed = check::fresh_seed();
-  }
+  if (!ops_flag("check", flags, &ops, err) || !seed_flag("check", flags, &seed, err)) return kExitUsage;
 
   if (flags.has("list")) {
     check::Rng rng(seed);

@@ -37,17 +37,6 @@ const std::vector<FlagSpec> kFlags = {
 
 constexpr int kRounds = 9;
 constexpr uint64_t kMaxCalls = 1000000, kDefaultCalls = 2000;
-
-// The case's tensors as device tensors (never read: dry launches touch nothing).
-check::Args device_args(const check::Case& c) {
-  check::Args a;
-  for (const auto& arg : c.args()) {
-    TensorView v = arg.host->view();
-    if (v.defined()) v.device = Device::cuda;
-    a.add(arg.name, v);
-  }
-  return a;
-}
 }  // namespace
 
 int cmd_overhead(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -55,25 +44,11 @@ int cmd_overhead(const std::vector<std::string>& args, std::ostream& out, std::o
   int code = kExitOk;
   if (!parse_or_help("overhead", kHelp, kFlags, args, &flags, out, err, &code)) return code;
   std::vector<const check::OpCheck*> ops;
-  if (flags.has("op")) {
-    for (const std::string& name : split_list(flags.get("op"))) {
-      const check::OpCheck* c = check::find_op_check(name);
-      if (!c) return usage_error("overhead", "--op: unknown op '" + name + "' (tejas check --list shows them)", err);
-      ops.push_back(c);
-    }
-  } else {
-    for (const auto& c : check::op_checks()) ops.push_back(&c);
-  }
+  uint64_t seed = 0;
+  if (!ops_flag("overhead", flags, &ops, err) || !seed_flag("overhead", flags, &seed, err)) return kExitUsage;
   uint64_t calls = kDefaultCalls;
   if (flags.has("calls") && (!parse_u64(flags.get("calls"), &calls) || calls < 1 || calls > kMaxCalls))
     return usage_error("overhead", "--calls: expected an integer in 1..1000000, got '" + flags.get("calls") + "'", err);
-  uint64_t seed = 0;
-  if (flags.has("seed")) {
-    if (!parse_u64(flags.get("seed"), &seed))
-      return usage_error("overhead", "--seed: expected a non-negative integer, got '" + flags.get("seed") + "'", err);
-  } else {
-    seed = check::fresh_seed();
-  }
 
   const bench::DeviceInfo d = bench::device_info();
   out << "tejas overhead: host ns per cuda-backend call, launch excluded (" << kRounds << " rounds of " << calls
@@ -86,7 +61,7 @@ int cmd_overhead(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const auto* op : ops) {
     check::Rng rng(check::op_seed(seed, op->name));
     for (const check::Case& c : op->build(rng)) {
-      const check::Args a = device_args(c);
+      const check::Args a = check::dry_device_args(c);
       const detail::ScopedDryLaunch dry;
       const Status first = c.call()(ctx, a);
       if (!first.ok()) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bench/floors.h"
+#include "check/op_checks.h"
 #include "flags.h"
 
 namespace tejas::cli {
@@ -26,6 +27,11 @@ int usage_error(const char* cmd, const std::string& message, std::ostream& err);
 
 // --suite LIST|all into suite names (all: every suite); false after a usage error naming the flag.
 bool suites_flag(const char* cmd, const Flags& flags, std::vector<std::string>* suites, std::ostream& err);
+
+// --op NAME[,NAME] into the ops' checks (absent: every op); false after a usage error naming the
+// flag. --seed N (absent: TEJAS_SEED or fresh); false after a usage error naming the flag.
+bool ops_flag(const char* cmd, const Flags& flags, std::vector<const check::OpCheck*>* ops, std::ostream& err);
+bool seed_flag(const char* cmd, const Flags& flags, uint64_t* seed, std::ostream& err);
 
 // --gpu NAME resolved to known ceilings; nullptr (after a usage error message) when unknown.
 const bench::GpuCeilings* gpu_flag(const char* cmd, const Flags& flags, const std::string& fallback,

@@ -17,7 +17,7 @@
 using namespace tejas;
 
 namespace {
-// Every element's code and the padding / guard state of each of the case's tensors.
+// Every element's code, per tensor of the case.
 struct Snapshot {
   std::vector<std::vector<uint64_t>> bits;
 };
@@ -29,16 +29,6 @@ Snapshot snapshot(const check::Case& c) {
     s.bits.push_back(std::move(b));
   }
   return s;
-}
-
-check::Args device_args(const check::Case& c) {
-  check::Args a;
-  for (const auto& arg : c.args()) {
-    TensorView v = arg.host->view();
-    if (v.defined()) v.device = Device::cuda;
-    a.add(arg.name, v);
-  }
-  return a;
 }
 
 const std::set<std::string> kNoCudaKernelYet = {"paged_decode_attention", "merge_attention_states",
@@ -55,7 +45,7 @@ TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
     for (const check::Case& c : op.build(op_rng)) {
       SCOPED_TRACE(c.op() + " " + c.label());
       const Snapshot before = snapshot(c);
-      const check::Args a = device_args(c);
+      const check::Args a = check::dry_device_args(c);
       Status s;
       {
         const detail::ScopedDryLaunch dry;
