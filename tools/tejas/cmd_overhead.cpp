@@ -9,6 +9,7 @@
 #include "check/op_checks.h"
 #include "commands.h"
 #include "runtime/dry_launch.h"
+#include "runtime/validate.h"
 
 namespace tejas::cli {
 namespace {
@@ -27,7 +28,8 @@ constexpr const char* kHelp =
     "Without a GPU the occupancy questions fail (one failing cudaGetDevice each, not cached) and the\n"
     "plans fall back to the default kernels, as they would on a GPU whose queries failed.\n"
     "A call that does not succeed is shown with its message (an op without a cuda kernel yet:\n"
-    "unsupported; a host-only build: every op).\n";
+    "unsupported; a host-only build: every op). Refuses to run under TEJAS_DEBUG_CHECKS=1, whose\n"
+    "index checks would read the tensors.\n";
 
 const std::vector<FlagSpec> kFlags = {
     {"op", "NAME", "only these ops (comma-separated; tejas check --list shows them)"},
@@ -50,13 +52,18 @@ int cmd_overhead(const std::vector<std::string>& args, std::ostream& out, std::o
   if (flags.has("calls") && (!parse_u64(flags.get("calls"), &calls) || calls < 1 || calls > kMaxCalls))
     return usage_error("overhead", "--calls: expected an integer in 1..1000000, got '" + flags.get("calls") + "'", err);
 
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  if (detail::debug_checks_enabled(ctx)) {
+    err << "tejas overhead: TEJAS_DEBUG_CHECKS is set: its index checks would read the calls' tensors, which are\n"
+           "host memory marked as device tensors; unset it\n";
+    return kExitFailure;
+  }
   const bench::DeviceInfo d = bench::device_info();
   out << "tejas overhead: host ns per cuda-backend call, launch excluded (" << kRounds << " rounds of " << calls
       << " calls); " << (d.present ? "device: " + d.name : "no GPU (" + d.why_absent + "): occupancy questions fail")
       << "\n";
   out << "op | case | best ns/call | median ns/call\n";
-  ExecContext ctx;
-  ctx.backend = Backend::cuda;
   int errors = 0;
   for (const auto* op : ops) {
     check::Rng rng(check::op_seed(seed, op->name));

@@ -15,7 +15,7 @@ std::mutex g_mutex;
 std::map<std::tuple<int, const void*, int, size_t, Carveout>, int64_t> g_resident;
 ResidentStats g_stats;  // under g_mutex
 std::mutex g_optin_mutex;
-std::map<std::pair<int, const void*>, std::pair<cudaError_t, int>> g_optin;  // per (device, kernel): once raised
+std::map<std::pair<int, const void*>, int> g_optin;  // per (device, kernel) raised: the opt-in limit
 
 // The dynamic shared memory a block of fn may ask for: the opt-in maximum once raised (with the
 // max-shared carveout), or the default limit, untouched; 0 when a query fails.
@@ -67,19 +67,24 @@ RelaxedCaptureScope::~RelaxedCaptureScope() {
 
 cudaError_t raise_smem_optin(int device, const void* kernel, int* limit) {
   const std::lock_guard<std::mutex> lock(g_optin_mutex);
-  auto it = g_optin.find({device, kernel});
-  if (it == g_optin.end()) {
-    const RelaxedCaptureScope relaxed;
-    int optin = 0;
-    cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess) (void)cudaGetLastError();
-    it = g_optin.emplace(std::make_pair(device, kernel), std::make_pair(e, e == cudaSuccess ? optin : 0)).first;
+  if (const auto it = g_optin.find({device, kernel}); it != g_optin.end()) {
+    *limit = it->second;
+    return cudaSuccess;
   }
-  *limit = it->second.second;
-  return it->second.first;
+  const RelaxedCaptureScope relaxed;
+  int optin = 0;
+  cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    *limit = 0;
+    return e;  // not remembered: a later call asks again
+  }
+  g_optin.emplace(std::make_pair(device, kernel), optin);
+  *limit = optin;
+  return cudaSuccess;
 }
 
 int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout carveout) {

@@ -29,10 +29,11 @@ enum class Carveout { max_shared, driver };
 int64_t resident_ctas(const void* kernel, int threads, size_t smem, Carveout carveout = Carveout::max_shared);
 
 // Gives `kernel` the opt-in dynamic shared-memory maximum of `device` (*limit: that maximum) and
-// the max-shared carveout, once per (device, kernel): later calls answer from the first one,
-// which is remembered, failure included (*limit = 0, its error cleared from the runtime's error
-// state and returned). Used by resident_ctas and by stream_copy (src/ops/probe/launch.cu), which
-// reports the error. Thread safe.
+// the max-shared carveout, once per (device, kernel): later calls answer from the first success.
+// A failure (*limit = 0, its error cleared from the runtime's error state and returned) is not
+// remembered: the next call asks again (resident_ctas remembers its own answers per question).
+// Used by resident_ctas and by stream_copy (src/ops/probe/launch.cu), which reports the error.
+// Thread safe.
 cudaError_t raise_smem_optin(int device, const void* kernel, int* limit);
 
 // While alive, this thread's potentially unsafe runtime calls (attribute changes, occupancy

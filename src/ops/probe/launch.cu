@@ -18,6 +18,7 @@
 #include "ops/common/resident.h"
 #include "ops/probe/kernel.cuh"
 #include "ops/probe/launch.h"
+#include "runtime/dry_launch.h"
 
 namespace tejas::probe {
 
@@ -79,7 +80,8 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
       l->blocks = l->blocks < resident ? l->blocks : resident;
     }
     int optin = 0;  // the kernel's limit raised once (resident.h), its error reported
-    TEJAS_RETURN_IF_ERROR(detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "cudaFuncSetAttribute"));
+    TEJAS_RETURN_IF_ERROR(
+        detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "raising the shared-memory limit"));
   }
   l->dynamic_smem_bytes = smem;
   if (want_occupancy) {
@@ -88,6 +90,7 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
         op, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, fn, kThreads, smem), "occupancy query"));
     l->resident_blocks_per_sm = resident;
   }
+  if (detail::dry_launch()) return Status::Ok();
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (async) {
     const StreamAsyncParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n, o.stages};

@@ -11,6 +11,7 @@
 
 #include "check/op_checks.h"
 #include "runtime/dry_launch.h"
+#include "runtime/validate.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 
@@ -39,6 +40,8 @@ TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
   TEJAS_SEEDED_TEST_RNG();
   ExecContext ctx;
   ctx.backend = Backend::cuda;
+  if (detail::debug_checks_enabled(ctx))
+    GTEST_SKIP() << "TEJAS_DEBUG_CHECKS is set: debug-check mode reads the device-marked host tensors";
   [[maybe_unused]] int ran = 0;
   for (const auto& op : check::op_checks()) {
     check::Rng op_rng(check::op_seed(seed, op.name));
