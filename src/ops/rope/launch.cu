@@ -1,6 +1,7 @@
 // The rope family's cuda backend: the kernels of kernels.cuh on ctx.stream.
 #include <cuda_runtime.h>
 
+#include <optional>
 #include <string>
 
 #include "ops/common/cuda_check.h"
@@ -12,14 +13,18 @@
 namespace tejas::rotary {
 
 Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& planned, RopeLaunch* launched) {
-  RopeLaunch l = planned;
   int64_t resident = 0;
-  if (l.pipeline) {
+  std::optional<RopeLaunch> fallback;
+  const RopeLaunch* run = &planned;  // copied only where the plan changes: this runs on every call
+  if (planned.pipeline) {
     resident = pipeline_fallback_forced() ? 0
-                                          : detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(l)),
-                                                                  l.config.threads, l.smem_bytes);
-    if (resident == 0) l = without_pipeline(l);  // the query failed: the default kernel instead
+                                          : detail::resident_ctas(reinterpret_cast<const void*>(kernel_of(planned)),
+                                                                  planned.config.threads, planned.smem_bytes);
+    if (resident == 0) {  // the query failed: the default kernel instead
+      run = &fallback.emplace(without_pipeline(planned));
+    }
   }
+  const RopeLaunch& l = *run;
   if (launched != nullptr) *launched = l;  // what runs (last_launch())
   const KernelFn kernel = kernel_of(l);
   if (kernel == nullptr)

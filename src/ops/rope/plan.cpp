@@ -196,18 +196,22 @@ RopeLaunch without_pipeline(const RopeLaunch& planned) {
 
 namespace {
 thread_local RopeLaunch g_last_launch, g_last_q_launch;
+thread_local bool g_q_launch_set = false;  // g_last_q_launch holds a split's q half
 thread_local bool g_force_fallback = false;
 
 // One planned launch on the backend (the emulator's reports of the op call gathered by the caller's
-// begin_emulator_call); *record: the launch as run.
-Status run_launch(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a, RopeLaunch l,
+// begin_emulator_call); *record: the launch as run. The launch struct (~600 bytes) is copied once,
+// into *record: this runs on every call.
+Status run_launch(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a, const RopeLaunch& l,
                   RopeLaunch* record) {
-  if (backend == Backend::emulator && g_force_fallback) l = without_pipeline(l);
-  *record = l;
-  if (backend == Backend::emulator) return launch_emulator(op, ctx, a, l);
+  if (backend == Backend::emulator) {
+    *record = g_force_fallback ? without_pipeline(l) : l;
+    return launch_emulator(op, ctx, a, *record);
+  }
 #if TEJAS_WITH_CUDA
   return launch_cuda(op, ctx, l, record);
 #else
+  *record = l;
   return detail::cuda_not_built(op, backend);
 #endif
 }
@@ -222,9 +226,12 @@ RopeLaunch last_q_launch() { return g_last_q_launch; }
 Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backend, const RopeArgs& a) {
   if (backend == Backend::emulator) detail::begin_emulator_call();
   const RopeLaunch l = plan_launch(a);
-  g_last_launch = g_last_q_launch = RopeLaunch{};
-  if (!a.q.defined() || a.mrope || !kv_split_planned(l.problem, detail::tune().rope_kv_split))
+  // (g_last_launch: written by run_launch, whatever the outcome.)
+  if (!a.q.defined() || a.mrope || !kv_split_planned(l.problem, detail::tune().rope_kv_split)) {
+    if (g_q_launch_set) g_last_q_launch = RopeLaunch{};
+    g_q_launch_set = false;
     return run_launch(op, ctx, backend, a, l, &g_last_launch);
+  }
   // rope_kv_cache_write split (config.h's kv_split_planned): q rotated by plain rope's kernel, then
   // k rotated and both caches written by kv_rope_kernel. Disjoint outputs, so the order is free.
   RopeArgs qa;
@@ -234,7 +241,12 @@ Status run_kernel_backend(const char* op, const ExecContext& ctx, Backend backen
   qa.style = a.style;
   RopeArgs ka = a;
   ka.q = TensorView{};
-  TEJAS_RETURN_IF_ERROR(run_launch(op, ctx, backend, qa, plan_launch(qa), &g_last_q_launch));
+  g_q_launch_set = true;
+  const Status q_half = run_launch(op, ctx, backend, qa, plan_launch(qa), &g_last_q_launch);
+  if (!q_half.ok()) {
+    g_last_launch = RopeLaunch{};  // the k half did not run
+    return q_half;
+  }
   return run_launch(op, ctx, backend, ka, plan_launch(ka), &g_last_launch);
 }
 
