@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check/op_checks.h"
@@ -86,4 +87,49 @@ TEST(DryLaunch, StillRefusesBadArguments) {
   ctx.backend = Backend::cuda;
   const detail::ScopedDryLaunch dry;
   TEJAS_EXPECT_INVALID(rms_norm(ctx, xv, wv, 1e-6, ov), "weight");
+}
+
+// The host path from several threads at once (an engine's worker threads): every op's cases, dry,
+// from 4 threads together, all answering as from one. With a GPU the occupancy caches and the
+// attribute raises are contended (first questions included: the test runs in a process of its
+// own); without one, the per-process settings read on first use are.
+TEST(DryLaunch, FromManyThreadsAtOnce) {
+  TEJAS_SEEDED_TEST_RNG();
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  if (detail::debug_checks_enabled(ctx))
+    GTEST_SKIP() << "TEJAS_DEBUG_CHECKS is set: debug-check mode reads the device-marked host tensors";
+  std::vector<check::Case> cases;
+  for (const auto& op : check::op_checks()) {
+    check::Rng op_rng(check::op_seed(seed, op.name));
+    for (check::Case& c : op.build(op_rng)) cases.push_back(std::move(c));
+  }
+  std::vector<check::Args> args;
+  for (const check::Case& c : cases) args.push_back(check::dry_device_args(c));
+  // One thread's answers, then four threads' at once, several rounds each.
+  std::vector<StatusCode> alone;
+  {
+    const detail::ScopedDryLaunch dry;
+    for (size_t i = 0; i < cases.size(); ++i) alone.push_back(cases[i].call()(ctx, args[i]).code());
+  }
+  constexpr int kThreads = 4, kRounds = 5;
+  std::vector<int> calls(kThreads, 0), differing(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const detail::ScopedDryLaunch dry;  // per thread
+      for (int r = 0; r < kRounds; ++r)
+        for (size_t i = 0; i < cases.size(); ++i) {
+          // Each thread starts at a different case, so that different ops meet.
+          const size_t j = (i + static_cast<size_t>(t) * cases.size() / kThreads) % cases.size();
+          if (cases[j].call()(ctx, args[j]).code() != alone[j]) ++differing[t];
+          ++calls[t];
+        }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(calls[t], kRounds * static_cast<int>(cases.size())) << "thread " << t;
+    EXPECT_EQ(differing[t], 0) << "thread " << t << ": calls answered otherwise than from one thread";
+  }
+  EXPECT_FALSE(detail::dry_launch()) << "another thread's scope leaked into this one";
 }
