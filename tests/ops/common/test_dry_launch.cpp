@@ -35,42 +35,53 @@ Snapshot snapshot(const check::Case& c) {
 
 const std::set<std::string> kNoCudaKernelYet = {"paged_decode_attention", "merge_attention_states",
                                                 "merge_attention_states_n"};
+
+// Every op's check cases, built from the run's seed as tejas check builds them.
+std::vector<check::Case> every_case(uint64_t seed) {
+  std::vector<check::Case> cases;
+  for (const auto& op : check::op_checks()) {
+    check::Rng op_rng(check::op_seed(seed, op.name));
+    for (check::Case& c : op.build(op_rng)) cases.push_back(std::move(c));
+  }
+  return cases;
+}
 }  // namespace
+
+// Debug-check mode reads index tensors from the device, which these views only claim to be on.
+#define SKIP_UNDER_DEBUG_CHECKS(ctx)                                                                       \
+  if (detail::debug_checks_enabled(ctx))                                                                   \
+  GTEST_SKIP() << "TEJAS_DEBUG_CHECKS is set: debug-check mode reads the device-marked host tensors"
 
 TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
   TEJAS_SEEDED_TEST_RNG();
   ExecContext ctx;
   ctx.backend = Backend::cuda;
-  if (detail::debug_checks_enabled(ctx))
-    GTEST_SKIP() << "TEJAS_DEBUG_CHECKS is set: debug-check mode reads the device-marked host tensors";
+  SKIP_UNDER_DEBUG_CHECKS(ctx);
   [[maybe_unused]] int ran = 0;
-  for (const auto& op : check::op_checks()) {
-    check::Rng op_rng(check::op_seed(seed, op.name));
-    for (const check::Case& c : op.build(op_rng)) {
-      SCOPED_TRACE(c.op() + " " + c.label());
-      const Snapshot before = snapshot(c);
-      const check::Args a = check::dry_device_args(c);
-      Status s;
-      {
-        const detail::ScopedDryLaunch dry;
-        s = c.call()(ctx, a);
-      }
+  for (const check::Case& c : every_case(seed)) {
+    SCOPED_TRACE(c.op() + " " + c.label());
+    const Snapshot before = snapshot(c);
+    const check::Args a = check::dry_device_args(c);
+    Status s;
+    {
+      const detail::ScopedDryLaunch dry;
+      s = c.call()(ctx, a);
+    }
 #if TEJAS_WITH_CUDA
-      if (kNoCudaKernelYet.count(c.op())) {
-        EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
-      } else {
-        EXPECT_TRUE(s.ok()) << s.to_string();
-        ++ran;
-      }
+    if (kNoCudaKernelYet.count(c.op())) {
+      EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
+    } else {
+      EXPECT_TRUE(s.ok()) << s.to_string();
+      ++ran;
+    }
 #else
-      EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();  // no cuda backend in this build
+    EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();  // no cuda backend in this build
 #endif
-      const Snapshot after = snapshot(c);
-      EXPECT_EQ(before.bits, after.bits) << "a dry call changed a tensor";
-      for (const auto& arg : c.args()) {
-        EXPECT_TRUE(arg.host->guards_intact()) << arg.name;
-        EXPECT_TRUE(arg.host->padding_intact()) << arg.name;
-      }
+    const Snapshot after = snapshot(c);
+    EXPECT_EQ(before.bits, after.bits) << "a dry call changed a tensor";
+    for (const auto& arg : c.args()) {
+      EXPECT_TRUE(arg.host->guards_intact()) << arg.name;
+      EXPECT_TRUE(arg.host->padding_intact()) << arg.name;
     }
   }
 #if TEJAS_WITH_CUDA
@@ -97,13 +108,8 @@ TEST(DryLaunch, FromManyThreadsAtOnce) {
   TEJAS_SEEDED_TEST_RNG();
   ExecContext ctx;
   ctx.backend = Backend::cuda;
-  if (detail::debug_checks_enabled(ctx))
-    GTEST_SKIP() << "TEJAS_DEBUG_CHECKS is set: debug-check mode reads the device-marked host tensors";
-  std::vector<check::Case> cases;
-  for (const auto& op : check::op_checks()) {
-    check::Rng op_rng(check::op_seed(seed, op.name));
-    for (check::Case& c : op.build(op_rng)) cases.push_back(std::move(c));
-  }
+  SKIP_UNDER_DEBUG_CHECKS(ctx);
+  const std::vector<check::Case> cases = every_case(seed);
   std::vector<check::Args> args;
   for (const check::Case& c : cases) args.push_back(check::dry_device_args(c));
   // Four threads at once first (so that they, not a warm-up, ask the first questions), several
