@@ -3,8 +3,8 @@
 // their caches - except the launch itself: where the launcher would launch, the call answers Ok,
 // and no tensor is read or written. `tejas overhead` times the ops' host path this way (on a
 // machine without a GPU too: the device tensors it passes are never touched). Debug-check mode's
-// index copies are not skipped (they read the device): the tool and the tests refuse to run
-// with it on (TEJAS_DEBUG_CHECKS=1). The launchers (the ops', stream_copy's) test dry_launch()
+// index copies are not skipped (they read the device): with it on (TEJAS_DEBUG_CHECKS=1) the
+// tool refuses to run and the DryLaunch tests skip. The launchers (the ops', stream_copy's) test dry_launch()
 // right before each launch: one thread-local load per launch.
 #pragma once
 #include "runtime/scoped_set.h"
