@@ -64,7 +64,7 @@ class Memory {
       std::free(p);
     }
   }
-  // A contiguous tensor holding `bytes` (copied in when given).
+  // A contiguous tensor, holding `init`'s bytes when given, else zeros; absent when out of memory.
   tejas::TensorView tensor(tejas::DType dt, std::initializer_list<int64_t> shape, const void* init = nullptr) {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;
@@ -73,22 +73,20 @@ class Memory {
 #if TEJAS_WITH_CUDA
     if (device_) {
       if (cudaMalloc(&p, bytes) != cudaSuccess) return {};
-      if (init)
-        cudaMemcpy(p, init, bytes, cudaMemcpyHostToDevice);
-      else
-        cudaMemset(p, 0, bytes);
+      buffers_.push_back(p);
+      const cudaError_t e = init ? cudaMemcpy(p, init, bytes, cudaMemcpyHostToDevice) : cudaMemset(p, 0, bytes);
+      if (e != cudaSuccess) return {};
+      return tejas::TensorView::contiguous(p, dt, shape, tejas::Device::cuda, 0);
     }
 #endif
-    if (!device_) {
-      p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);  // as cudaMalloc aligns
-      if (p == nullptr) return {};
-      if (init)
-        std::memcpy(p, init, bytes);
-      else
-        std::memset(p, 0, bytes);
-    }
+    p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);  // as cudaMalloc aligns
+    if (p == nullptr) return {};
     buffers_.push_back(p);
-    return tejas::TensorView::contiguous(p, dt, shape, device_ ? tejas::Device::cuda : tejas::Device::cpu, 0);
+    if (init)
+      std::memcpy(p, init, bytes);
+    else
+      std::memset(p, 0, bytes);
+    return tejas::TensorView::contiguous(p, dt, shape, tejas::Device::cpu, 0);
   }
   // The tensor's bytes back on the host.
   std::vector<uint16_t> read_bf16(const tejas::TensorView& t) const {
@@ -176,8 +174,10 @@ int main() {
   // The uploads and memsets above ran on the legacy stream, which a non-blocking stream does not
   // wait for (a pageable upload may still be landing when cudaMemcpy returns): finish them first.
   if (device && (cudaDeviceSynchronize() != cudaSuccess ||
-                 cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess))
+                 cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)) {
+    std::fprintf(stderr, "decode_step: setting up the device buffers and the stream failed\n");
     return 1;
+  }
   ctx.stream = stream;
 #endif
 
@@ -195,7 +195,10 @@ int main() {
 
 #if TEJAS_WITH_CUDA
   if (device) {
-    if (cudaStreamSynchronize(stream) != cudaSuccess) return 1;  // the launches' own errors land here
+    if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {  // a kernel's fault lands here
+      std::fprintf(stderr, "decode_step: the step's kernels failed: %s\n", cudaGetErrorString(e));
+      return 1;
+    }
     cudaStreamDestroy(stream);
   }
 #endif
