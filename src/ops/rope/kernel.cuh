@@ -475,10 +475,12 @@ __device__ __forceinline__ void stage_heads(const RopeParams& p, int64_t t, int 
 // Head h of token t, its column's 2P elements e as loaded (pairs as in rotate_column): rotated by
 // (c, s) when `rotate`, stored back, and for a k head of a token with a slot (kCache) sent to the
 // cache (k_scale: an fp8 cache's scale as loaded; k_clean: the block's clean multiplier or 0).
-template <class S, int VEC, bool kNeox, bool kCache = true>
+// slot_of(): the token's slot as slot_at judges it, asked only for a k head with caches: the
+// staged kernels judge it there (slot_at's late use); kv_rope_column passes the one it judged for
+// v's rows, so that the cache row is derived once (one FastDiv, not two).
+template <class S, int VEC, bool kNeox, bool kCache = true, class SlotOf>
 __device__ __forceinline__ void finish_head(const RopeParams& p, int64_t t, int h, int64_t i0, typename S::Raw* e,
-                                            bool rotate, const float* c, const float* s,
-                                            const Loaded<int64_t>& slot_loaded,
+                                            bool rotate, const float* c, const float* s, SlotOf&& slot_of,
                                             const Loaded<float>& k_scale, float k_clean TEJAS_CALLER_PARAM) {
   using Raw = typename S::Raw;
   constexpr int P = kPairsPerColumn<VEC, kNeox>;
@@ -496,7 +498,7 @@ __device__ __forceinline__ void finish_head(const RopeParams& p, int64_t t, int 
   for (int a = 0; a < kAccesses; ++a)
     store_vec<kLoad>(x + access_offset<kNeox, kLoad>(p, i0, a), e + a * kLoad TEJAS_NESTED_SITE);
   if (!kCache || h < p.Hq) return;
-  const int64_t slot = slot_at(p, slot_loaded);
+  const int64_t slot = slot_of();
   if (slot < 0) return;
   const int64_t at = cache_offset(slot, p.block_div, p.kc_block, p.kc_slot, p.kc_head, h - p.Hq);
   #pragma unroll
@@ -556,7 +558,8 @@ __device__ __forceinline__ void rotate_column(const RopeParams& p, int64_t t, in
     for (int i = 0; i < kHeads; ++i) {
       const int h = h0 + i * p.head_lanes;
       if (h >= heads) break;
-      finish_head<S, VEC, kNeox>(p, t, h, i0, e[i], rotate, c, s, slot_loaded, k_scale, 0.0f TEJAS_NESTED_SITE);
+      finish_head<S, VEC, kNeox>(p, t, h, i0, e[i], rotate, c, s, [&] { return slot_at(p, slot_loaded); }, k_scale,
+                                 0.0f TEJAS_NESTED_SITE);
     }
   }
 }
@@ -594,7 +597,8 @@ __device__ __forceinline__ void rotate_staged(const RopeParams& p, int64_t t, in
     if (h >= heads) break;
     Raw e[2 * P];
     read_head_slots<kAccesses>(head0 + i, e TEJAS_NESTED_SITE);
-    finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, slot_loaded, k_scale, k_clean TEJAS_NESTED_SITE);
+    finish_head<S, VEC, kNeox, kCache>(p, t, h, i0, e, rotate, c, s, [&] { return slot_at(p, slot_loaded); }, k_scale,
+                                       k_clean TEJAS_NESTED_SITE);
   }
 }
 
@@ -774,8 +778,8 @@ __device__ __forceinline__ void kv_rope_column(const RopeParams& p, int64_t t, i
       store_cache<S, kLoad, true>(p, p.v_cache, at + access_offset<kNeox, kLoad>(p, i0, a), v_scale, clean.v,
                                   ev + a * kLoad TEJAS_NESTED_SITE);
   }
-  finish_head<S, VEC, kNeox>(p, t, static_cast<int>(p.Hq) + h, i0, ek, rotate, c, s, slot_loaded, k_scale, clean.k
-                             TEJAS_NESTED_SITE);
+  finish_head<S, VEC, kNeox>(p, t, static_cast<int>(p.Hq) + h, i0, ek, rotate, c, s, [slot] { return slot; }, k_scale,
+                             clean.k TEJAS_NESTED_SITE);
 }
 
 // kv_rope_kernel for one style: a uniform branch on the style for the whole kernel, not per call
