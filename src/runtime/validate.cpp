@@ -204,15 +204,29 @@ bool views_identical(const TensorView& a, const TensorView& b) {
   return true;
 }
 
+namespace {
+// The absolute bytes [lo, hi) a view touches; lo == hi when none (absent, or no elements: else
+// the extent spans at least a byte). Two views whose ranges are disjoint cannot overlap.
+struct ByteRange {
+  intptr_t lo = 0, hi = 0;
+  bool empty() const { return lo == hi; }
+  bool disjoint(const ByteRange& o) const { return empty() || o.empty() || hi <= o.lo || o.hi <= lo; }
+};
+ByteRange byte_range(const TensorView& t) {
+  if (!t.defined()) return {};
+  int64_t lo = 0, hi = 0;
+  t.byte_extent(&lo, &hi);
+  if (hi == lo) return {};
+  const auto base = reinterpret_cast<intptr_t>(t.data);
+  return {base + lo, base + hi};
+}
+}  // namespace
+
 bool views_may_overlap(const TensorView& a, const TensorView& b) {
   if (!a.defined() || !b.defined()) return false;
   if (a.device != b.device || a.device_index != b.device_index) return false;
-  int64_t alo, ahi, blo, bhi;
-  a.byte_extent(&alo, &ahi);
-  b.byte_extent(&blo, &bhi);
-  if (ahi == alo || bhi == blo) return false;  // no elements (else the extent spans at least a byte)
+  if (byte_range(a).disjoint(byte_range(b))) return false;
   const auto abase = reinterpret_cast<intptr_t>(a.data), bbase = reinterpret_cast<intptr_t>(b.data);
-  if (abase + ahi <= bbase + blo || bbase + bhi <= abase + alo) return false;
   // Same positive outermost byte stride, and each view's rows narrower than it: compare the row
   // windows modulo the stride.
   if (a.ndim >= 2 && b.ndim >= 2 && a.stride[0] > 0 && b.stride[0] > 0) {
@@ -249,36 +263,18 @@ Validator& Validator::no_overlap(const TensorView& a, const char* a_name, const 
 Validator& Validator::no_overlap_each(std::initializer_list<NamedTensor> outputs,
                                       std::initializer_list<NamedTensor> inputs) {
   if (!ok()) return *this;
-  struct Extent {
-    intptr_t lo = 0, hi = 0;  // absolute bytes; lo == hi: absent or no elements
-  };
-  auto extent = [](const TensorView& t) {
-    Extent e;
-    if (!t.defined()) return e;
-    int64_t lo = 0, hi = 0;
-    t.byte_extent(&lo, &hi);
-    if (hi == lo) return e;
-    const auto base = reinterpret_cast<intptr_t>(t.data);
-    e.lo = base + lo;
-    e.hi = base + hi;
-    return e;
-  };
-  constexpr size_t kMaxInputs = 16;
-  Extent in_extent[kMaxInputs];
+  constexpr size_t kMaxInputs = 16;  // past it, an input's range is found per pair
+  ByteRange in_range[kMaxInputs];
   size_t n = 0;
-  for (const NamedTensor& in : inputs) {
-    if (n == kMaxInputs) break;
-    in_extent[n++] = extent(*in.t);
-  }
+  for (const NamedTensor& in : inputs)
+    if (n < kMaxInputs) in_range[n++] = byte_range(*in.t);
   for (const NamedTensor& out : outputs) {
-    const Extent o = extent(*out.t);
+    const ByteRange o = byte_range(*out.t);
     size_t i = 0;
     for (const NamedTensor& in : inputs) {
-      // Disjoint byte ranges (or an empty view) cannot overlap; otherwise the full rule decides.
-      const bool known = i < n;
-      const Extent e = known ? in_extent[i] : extent(*in.t);
+      const ByteRange e = i < n ? in_range[i] : byte_range(*in.t);
       ++i;
-      if (o.lo == o.hi || e.lo == e.hi || o.hi <= e.lo || e.hi <= o.lo) continue;
+      if (o.disjoint(e)) continue;  // else the full rule decides
       no_overlap(*out.t, out.name, *in.t, in.name);
       if (!ok()) return *this;
     }

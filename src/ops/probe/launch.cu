@@ -26,10 +26,11 @@ namespace {
 
 constexpr int kSmemUnit = 128;  // shared memory allocation granularity (sm_80, sm_90)
 
-// Per device: its shared-memory sizes, asked once, so that timed launches query nothing (each
-// kernel's opt-in maximum and max-shared carveout are raised once too: detail::raise_smem_optin).
+// Per device: its shared-memory sizes and SMs, asked once, so that timed launches query nothing
+// (each kernel's opt-in maximum, which caps the residency cap's shared memory, and the max-shared
+// carveout come from detail::raise_smem_optin, once per kernel).
 struct DeviceState {
-  int smem_per_sm = 0, reserved = 0, optin = 0, sms = 0;
+  int smem_per_sm = 0, reserved = 0, sms = 0;
 };
 std::mutex g_mutex;
 std::map<int, DeviceState> g_devices;
@@ -42,8 +43,6 @@ Status device_state(const char* op, int device, DeviceState** out) {
         op, cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device), "cudaDeviceGetAttribute"));
     TEJAS_RETURN_IF_ERROR(detail::cuda_status(
         op, cudaDeviceGetAttribute(&d.reserved, cudaDevAttrReservedSharedMemoryPerBlock, device), "cudaDeviceGetAttribute"));
-    TEJAS_RETURN_IF_ERROR(detail::cuda_status(
-        op, cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute"));
     TEJAS_RETURN_IF_ERROR(detail::cuda_status(
         op, cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"));
     it = g_devices.emplace(device, d).first;
@@ -69,9 +68,12 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
     const std::lock_guard<std::mutex> lock(g_mutex);
     DeviceState* d = nullptr;
     TEJAS_RETURN_IF_ERROR(device_state(op, device, &d));
+    int optin = 0;  // the kernel's limit, raised once (resident.h), its error reported
+    TEJAS_RETURN_IF_ERROR(
+        detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "raising the shared-memory limit"));
     if (o.blocks_per_sm > 0) {
       const int want = d->smem_per_sm / o.blocks_per_sm / kSmemUnit * kSmemUnit - d->reserved;
-      smem = static_cast<size_t>(want < 0 ? 0 : (want > d->optin ? d->optin : want));
+      smem = static_cast<size_t>(want < 0 ? 0 : (want > optin ? optin : want));
     }
     if (async) {  // persistent blocks; the slots may need more than the cap's shared memory
       const size_t slots = stream_copy_async_smem(o.stages, o.vecs);
@@ -79,9 +81,6 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
       const int64_t resident = int64_t{o.blocks_per_sm} * d->sms;
       l->blocks = l->blocks < resident ? l->blocks : resident;
     }
-    int optin = 0;  // the kernel's limit raised once (resident.h), its error reported
-    TEJAS_RETURN_IF_ERROR(
-        detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "raising the shared-memory limit"));
   }
   l->dynamic_smem_bytes = smem;
   if (want_occupancy) {
