@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -258,4 +259,52 @@ TEST(Validate, NoOverlapEachMatchesThePairwiseRule) {
                          {{names[3], &t[3]}, {names[4], &t[4]}, {names[5], &t[5]}, {names[6], &t[6]}});
     ASSERT_EQ(each.status().message(), pairwise.status().message()) << "iteration " << iter;
   }
+}
+
+// views_may_overlap against the bytes themselves: random strided views of one buffer (rows of
+// 16-bit or 8-bit elements, with gaps, some empty); whenever two views share a byte the rule must
+// say so, and views whose byte ranges are apart (touching included) must be told apart.
+TEST(Validate, MayOverlapNeverMissesASharedByte) {
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<uint8_t> buf(2048);
+  auto random_view = [&] {
+    const bool wide = rng.randint(0, 1) == 1;
+    const int64_t rows = rng.randint(0, 4), cols = rng.randint(1, 12), stride = cols + rng.randint(0, 12);
+    const int64_t start = rng.randint(0, 512);
+    TensorView v = TensorView::contiguous(buf.data() + start, wide ? DType::bf16 : DType::u8, {rows, cols});
+    v.stride[0] = stride;
+    return v;
+  };
+  auto bytes_of = [&](const TensorView& v) {
+    std::vector<bool> used(buf.size(), false);
+    const int64_t width = dtype_bits(v.dtype) / 8;
+    const auto base = static_cast<const uint8_t*>(v.data) - buf.data();
+    for (int64_t r = 0; r < v.shape[0]; ++r)
+      for (int64_t c = 0; c < v.shape[1]; ++c)
+        for (int64_t b = 0; b < width; ++b) used[static_cast<size_t>(base + (r * v.stride[0] + c) * width + b)] = true;
+    return used;
+  };
+  int shared = 0, apart = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    const TensorView a = random_view(), b = random_view();
+    const std::vector<bool> ua = bytes_of(a), ub = bytes_of(b);
+    size_t first_a = buf.size(), last_a = 0, first_b = buf.size(), last_b = 0;
+    bool common = false;
+    for (size_t i = 0; i < buf.size(); ++i) {
+      common = common || (ua[i] && ub[i]);
+      if (ua[i]) first_a = std::min(first_a, i), last_a = i;
+      if (ub[i]) first_b = std::min(first_b, i), last_b = i;
+    }
+    const bool ranges_apart = first_a == buf.size() || first_b == buf.size() || last_a < first_b || last_b < first_a;
+    if (common) {
+      ++shared;
+      EXPECT_TRUE(detail::views_may_overlap(a, b)) << a.describe() << " and " << b.describe() << ", iteration " << iter;
+    }
+    if (ranges_apart) {
+      ++apart;
+      EXPECT_FALSE(detail::views_may_overlap(a, b)) << a.describe() << " and " << b.describe() << ", iteration " << iter;
+    }
+  }
+  EXPECT_GT(shared, 100) << "too few overlapping pairs drawn to test the rule";
+  EXPECT_GT(apart, 100) << "too few separate pairs drawn to test the rule";
 }
