@@ -143,6 +143,8 @@ void record_shared_request(Thread& t, uintptr_t addr, size_t bytes, const Site& 
 }
 
 void flush_block_counters(Block& b, Counters& c) {
+  c.blocks++;
+  if (b.launched_dependents) c.dependent_launch_blocks++;
   fold_global(b.global_reqs, c);
   fold_shared(b.shared_reqs, c);
 }
@@ -168,6 +170,24 @@ void count_prefetch(const void* p, const Site& site) {
     rt::add_finding(FindingKind::out_of_bounds, a, site,
                     "prefetch.L2 at " + rt::describe_address(a) +
                         ": outside every registered buffer (the GPU ignores it; the address is still wrong)");
+}
+
+void griddepcontrol_wait(Site site) {
+  rt::Thread& t = rt::current_thread();
+  if (current_arch() < 90) {
+    report(FindingKind::unsupported, nullptr, site, "griddepcontrol.wait needs sm_90");
+    return;
+  }
+  t.grid_waited = true;
+}
+
+void griddepcontrol_launch_dependents(Site site) {
+  rt::Thread& t = rt::current_thread();
+  if (current_arch() < 90) {
+    report(FindingKind::unsupported, nullptr, site, "griddepcontrol.launch_dependents needs sm_90");
+    return;
+  }
+  t.block->launched_dependents = true;
 }
 
 void count_tensor_op(const char* name) {

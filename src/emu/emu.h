@@ -89,6 +89,7 @@ enum class FindingKind : uint8_t {
   unsupported,             // an instruction the emulated architecture does not have
   deadlock,                // threads blocked forever for another reason
   stale_nc_read,           // ld.global.nc / __ldg of bytes written earlier in the same launch
+  grid_dependency,         // programmatic launch: a global access or an exit before griddepcontrol.wait
 };
 const char* finding_kind_name(FindingKind k);
 
@@ -124,6 +125,10 @@ struct Counters {
   std::map<std::string, uint64_t> events;      // dev::count_event names -> calls (kernel-defined)
   uint64_t global_prefetches = 0;              // prefetch.L2 instructions, per thread
   uint64_t cp_async_bytes = 0;
+  uint64_t blocks = 0;                         // blocks run
+  // Blocks in which griddepcontrol.launch_dependents ran (once per block counts, as on the GPU);
+  // equal to `blocks` when every block lets the next kernel launch early.
+  uint64_t dependent_launch_blocks = 0;
   double sectors_per_load_request() const;
   double sectors_per_store_request() const;
   uint64_t excess_load_sectors() const;   // global_load_sectors - global_load_sectors_ideal
@@ -158,6 +163,13 @@ struct LaunchOptions {
   // ...) does on a GPU; a launch above it fails there, and here gets a smem_over_limit finding.
   // The architecture's cap (kSmemCapSm90 / 80) still applies above a raised limit.
   size_t max_dynamic_smem_bytes = 0;  // 0: kDefaultMaxDynamicSmem
+  // Launched as the programmatic dependent of the kernel before it (sm_90 only; the cuda
+  // launchers' cudaLaunchAttributeProgrammaticStreamSerialization): until a thread has executed
+  // griddepcontrol.wait, that kernel may still be running, so each global access (loads, stores,
+  // atomics, cp.async sources) it makes is a grid_dependency finding, and so is its exit
+  // without the wait (the grid could complete before its predecessor). prefetch.L2 is allowed.
+  // Without it, griddepcontrol.wait returns at once, as on the GPU.
+  bool programmatic = false;
 };
 inline constexpr size_t kDefaultStackBytes = 64 * 1024;
 inline constexpr size_t kSmemCapSm90 = 232448;  // 227 KB opt-in dynamic shared memory per block
@@ -289,6 +301,12 @@ void count_event(const char* name);
 void cp_async(void* smem, const void* gmem, int cp_size, int src_size, Site site);
 void cp_async_commit(Site site);
 void cp_async_wait(int n, Site site);  // at most n most recent groups stay pending
+
+// griddepcontrol (ptx::griddepcontrol_wait / _launch_dependents): the wait marks the calling
+// thread as ordered after the prerequisite grid (LaunchOptions::programmatic); launch_dependents
+// marks its block (Counters::dependent_launch_blocks). Both report `unsupported` below sm_90.
+void griddepcontrol_wait(Site site);
+void griddepcontrol_launch_dependents(Site site);
 
 // Reports a finding from the device layer (e.g. an instruction the emulated arch lacks).
 void report(FindingKind kind, const void* address, Site site, std::string detail);

@@ -21,7 +21,7 @@ namespace tejas::emu::rt {
 inline constexpr uint32_t kWarpSize = 32;
 inline constexpr uint32_t kFullMask = 0xffffffffu;
 inline constexpr uint32_t kNone = 0xffffffffu;   // "no thread" / "several threads" in records
-inline constexpr int kNumFindingKinds = static_cast<int>(FindingKind::stale_nc_read) + 1;
+inline constexpr int kNumFindingKinds = static_cast<int>(FindingKind::grid_dependency) + 1;
 
 // ---- shadow memory: one status byte and one access record pair per data byte ----------------
 inline constexpr uint8_t kUnwritten = 1;     // never written (poison)
@@ -115,6 +115,7 @@ struct Thread {
   std::vector<SiteCount> sites;
   std::vector<AsyncCopy> async;
   uint32_t groups_committed = 0;
+  bool grid_waited = false;  // executed griddepcontrol.wait (LaunchOptions::programmatic)
 };
 
 struct Collective {
@@ -166,6 +167,7 @@ struct Block {
   uint32_t interval = 0;
   uint32_t start_interval = 0;  // shared-memory records older than this belong to earlier blocks
   bool aborted = false;
+  bool launched_dependents = false;  // a thread executed griddepcontrol.launch_dependents
   std::vector<Collective> collectives;
   // __syncwarp ordering as vector clocks, one per lane: vc(w, a, b) is the latest epoch of lane b
   // that lane a is ordered after (through a chain of __syncwarps). A lane's own entry is its

@@ -100,6 +100,12 @@ void release_collectives_of_exited(Thread& t) {
 }
 
 void thread_exit(Thread& t, bool unwound) {
+  if (!unwound && g_launch->opts.programmatic && !t.grid_waited && want_finding(FindingKind::grid_dependency)) {
+    add_finding(FindingKind::grid_dependency, 0, Site{},
+                "exits without griddepcontrol.wait in a programmatic dependent launch: the grid could complete "
+                "before the kernel it depends on",
+                &t);
+  }
   t.state = ThreadState::exited;
   t.block->live--;
   drop_async(t);
@@ -234,6 +240,7 @@ void start_block(Launch& L, Block& b, uint32_t linear, size_t slot) {
   b.live = b.nthreads;
   b.at_barrier = 0;
   b.aborted = false;
+  b.launched_dependents = false;
   b.interval = new_interval();
   b.start_interval = b.interval;
   b.collectives.clear();
@@ -275,6 +282,7 @@ void start_block(Launch& L, Block& b, uint32_t linear, size_t slot) {
     t.sites.clear();
     t.async.clear();
     t.groups_committed = 0;
+    t.grid_waited = false;
     L.ready.push_back(&t);
   }
 }
@@ -292,6 +300,10 @@ bool validate_launch(Launch& L) {
   if (uint64_t{o.grid.x} * o.grid.y * o.grid.z == 0) return fail(FindingKind::unsupported, "empty grid");
   if (o.arch != 80 && o.arch != 90) {
     return fail(FindingKind::unsupported, "arch " + std::to_string(o.arch) + "; expected 80 or 90");
+  }
+  if (o.programmatic && o.arch < 90) {
+    return fail(FindingKind::unsupported,
+                "programmatic dependent launch needs sm_90; the launch is sm_" + std::to_string(o.arch));
   }
   if (o.cluster.x == 0 || o.cluster.y == 0 || o.cluster.z == 0 || o.grid.x % o.cluster.x != 0 ||
       o.grid.y % o.cluster.y != 0 || o.grid.z % o.cluster.z != 0) {

@@ -104,6 +104,12 @@ bool check(const void* p, size_t bytes, const Site& site, Op op, uint32_t flags)
     return false;
   }
   const bool shared = r.buffer == nullptr;
+  if (!shared && g_launch->opts.programmatic && !t.grid_waited && want_finding(FindingKind::grid_dependency)) {
+    add_finding(FindingKind::grid_dependency, a, site,
+                std::string(op_name(op)) + " at " + describe_address(a) +
+                    " before griddepcontrol.wait in a programmatic dependent launch: the kernel before this one "
+                    "may still be running");
+  }
   if (a + bytes > r.base + r.size) {
     if (want_finding(FindingKind::out_of_bounds)) {
       add_finding(FindingKind::out_of_bounds, a, site,

@@ -18,6 +18,7 @@ const char* finding_kind_name(FindingKind k) {
     case FindingKind::unsupported: return "unsupported";
     case FindingKind::deadlock: return "deadlock";
     case FindingKind::stale_nc_read: return "stale_nc_read";
+    case FindingKind::grid_dependency: return "grid_dependency";
   }
   return "?";
 }

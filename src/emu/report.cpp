@@ -122,7 +122,7 @@ std::string LaunchReport::summary() const {
                 "  global loads %llu req %llu sectors (%.2f/req, %llu over ideal), stores %llu req %llu sectors "
                 "(%.2f/req, %llu over ideal)\n"
                 "  unique bytes read %llu written %llu; shared %llu req %llu wavefronts (ideal %llu); "
-                "barriers %llu; cp.async bytes %llu",
+                "barriers %llu; cp.async bytes %llu; blocks %llu, %llu launching dependents",
                 static_cast<unsigned long long>(c.global_load_requests),
                 static_cast<unsigned long long>(c.global_load_sectors), c.sectors_per_load_request(),
                 static_cast<unsigned long long>(c.excess_load_sectors()),
@@ -134,7 +134,8 @@ std::string LaunchReport::summary() const {
                 static_cast<unsigned long long>(c.shared_requests),
                 static_cast<unsigned long long>(c.shared_wavefronts),
                 static_cast<unsigned long long>(c.shared_wavefronts_ideal),
-                static_cast<unsigned long long>(c.barriers), static_cast<unsigned long long>(c.cp_async_bytes));
+                static_cast<unsigned long long>(c.barriers), static_cast<unsigned long long>(c.cp_async_bytes),
+                static_cast<unsigned long long>(c.blocks), static_cast<unsigned long long>(c.dependent_launch_blocks));
   s += buf;
   for (const auto* ops : {&c.tensor_ops, &c.events})
     for (const auto& [name, n] : *ops) {
