@@ -180,6 +180,10 @@ int main() {
   }
   ctx.stream = stream;
 #endif
+  // Optional, sm_90+: each kernel launched as the programmatic dependent of the one before it in
+  // the stream, its launch overlapping that kernel's tail (docs/using.md; off by default, ignored
+  // by the emulator and below sm_90).
+  ctx.pdl = true;
 
   const bool all_ok =
       ok("fused_add_rms_norm", tejas::fused_add_rms_norm(ctx, x, residual, weight, 1e-6, normed)) &&

@@ -25,6 +25,15 @@ struct ExecContext {
   // so it is off by default; the environment variable TEJAS_DEBUG_CHECKS=1 (read once, at the
   // first call) turns it on too.
   bool debug_checks = false;
+  // cuda backend: launch each kernel as the programmatic dependent of the kernel before it in
+  // ctx.stream (programmatic dependent launch, sm_90+; cudaLaunchAttributeProgrammaticStreamSerialization),
+  // so that its launch and first CTAs overlap that kernel's last ones. Every Tejas kernel waits
+  // (griddepcontrol.wait) before touching memory, so the results are those of ordinary stream
+  // order whatever ran before; the kernels also let the next kernel launch early once all their
+  // CTAs have started. Ignored on GPUs below sm_90, for kernels without sm_90 code and on the
+  // legacy default stream (a null `stream`). Off by default: what it saves per kernel boundary is
+  // not yet measured (docs/using.md).
+  bool pdl = false;
 };
 
 }  // namespace tejas

@@ -97,6 +97,7 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"check", "--seed", "x1"}, "--seed"},
       {{"check", "--frob"}, "--frob"},
       {{"check", "--backend", "emulator", "--graph"}, "--graph"},
+      {{"check", "--backend", "reference", "--pdl"}, "--pdl"},
       {{"bench", "--suite", "nope"}, "--suite"},
       {{"bench", "--model", "gpt-5"}, "--model"},
       {{"bench", "--gpu", "a100"}, "--gpu"},
@@ -174,6 +175,12 @@ TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
   const Result d = tejas_cmd({"check", "--graph", "--op", "rms_norm"});
   EXPECT_EQ(d.code, 0) << d.out;
   EXPECT_TRUE(has(d.out, "backend cuda (each call from a captured CUDA graph)")) << d.out;
+  // --pdl too, alone or with --graph.
+  const Result p = tejas_cmd({"check", "--pdl", "--graph", "--op", "silu_mul"});
+  EXPECT_EQ(p.code, 0) << p.out;
+  EXPECT_TRUE(has(p.out, "backend cuda (each call from a captured CUDA graph) (programmatic dependent launch"))
+      << p.out;
+  EXPECT_TRUE(has(p.out, "0 pass, 0 FAIL")) << p.out;
 }
 
 // --time-limit: rows after the limit are not run but stay in the report, marked.

@@ -215,6 +215,8 @@ TEST(Json, BenchReportSchema) {
   EXPECT_EQ(checks["backend"].s, "emulator");
   EXPECT_EQ(checks["graph"].kind, J::boolean);
   EXPECT_FALSE(checks["graph"].b);
+  EXPECT_EQ(checks["pdl"].kind, J::boolean);
+  EXPECT_FALSE(checks["pdl"].b);
   EXPECT_EQ(checks["pass"].n + checks["fail"].n + checks["unsupported"].n, checks["results"].items.size());
   for (const J& c : checks["results"].items)
     for (const char* k : {"op", "case", "verdict", "detail"}) EXPECT_TRUE(c.has(k)) << k;

@@ -85,6 +85,7 @@ CaseResult compare_outputs(const Case& c, const std::vector<std::unique_ptr<Host
 
 CaseResult run_on_device(const Case& c, const ExecContext& ctx, bool graph,
                          const std::vector<std::unique_ptr<HostTensor>>& want) {
+  const bool pdl = ctx.pdl;
   std::string why;
   if (!cuda_available(&why)) return result(c, Verdict::unsupported, "cuda backend not available: " + why);
   auto got = clone_all(c);
@@ -94,13 +95,24 @@ CaseResult run_on_device(const Case& c, const ExecContext& ctx, bool graph,
     dev.push_back(std::make_unique<DeviceMirror>());
     if (Status s = dev.back()->upload(*got[i]); !s.ok()) return result(c, Verdict::fail, "upload: " + s.to_string());
     args.add(c.args()[i].name, dev.back()->view());
+    if (pdl && c.args()[i].role != Role::output) {
+      if (Status m = dev.back()->make_source(); !m.ok()) return result(c, Verdict::fail, "producer: " + m.to_string());
+    }
   }
-  const Status s = graph ? run_under_graph_capture([&](void* stream) {
-    ExecContext captured = ctx;
-    captured.stream = stream;
-    return c.call()(captured, args);
-  })
-                         : c.call()(ctx, args);
+  // RunOptions::pdl: the inputs' producers, the first input's last, then the call.
+  const auto produce_then_call = [&](const ExecContext& on) {
+    for (size_t k = got.size(); pdl && k-- > 0;) {
+      if (c.args()[k].role == Role::output) continue;
+      if (Status p = dev[k]->produce(on.stream); !p.ok()) return Status::Internal("producer: " + p.to_string());
+    }
+    return c.call()(on, args);
+  };
+  const auto on_stream = [&](void* stream) {
+    ExecContext on = ctx;
+    on.stream = stream;
+    return produce_then_call(on);
+  };
+  const Status s = graph ? run_under_graph_capture(on_stream) : pdl ? run_on_new_stream(on_stream) : produce_then_call(ctx);
   if (s.code() == StatusCode::unsupported) return result(c, Verdict::unsupported, s.message());
   if (!s.ok()) return result(c, Verdict::fail, (graph ? "under graph capture: " : "") + s.to_string());
   if (Status sync = device_synchronize(); !sync.ok()) return result(c, Verdict::fail, sync.to_string());
@@ -177,6 +189,7 @@ CaseResult run_case(const Case& c, const RunOptions& options) {
   ExecContext ctx;
   ctx.backend = options.backend;
   ctx.emulated_arch = options.emulated_arch;
+  ctx.pdl = options.pdl && options.backend == Backend::cuda;
   if (options.backend == Backend::cuda) return run_on_device(c, ctx, options.cuda_graph, want);
 
   auto got = clone_all(c);

@@ -99,6 +99,12 @@ struct RunOptions {
   // (run_under_graph_capture, check/cuda_mem.h), as a serving engine's decode graphs run it; the
   // outputs are judged as an eager call's. A call that cannot be captured fails its case.
   bool cuda_graph = false;
+  // cuda only: the call runs with ExecContext::pdl on a new stream (or the graph's), right after
+  // kernels that produce its inputs: each input's device bytes are poisoned and then copied back
+  // by a stream_copy kernel on the call's stream (the first input last, so its copy is the kernel
+  // just before the call; DeviceMirror::produce). A kernel that touched an input before its
+  // griddepcontrol.wait could see the poison, and NaN never passes.
+  bool pdl = false;
 };
 
 // Runs the case on options.backend and on the reference (see tools/tejas --help for the

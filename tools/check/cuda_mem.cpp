@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/probe/probe.h"
+
 #if TEJAS_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -62,6 +64,9 @@ Status copy_device_to_device(void* dst, const void* src, size_t bytes) {
   return from_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
 }
 Status device_fill(void* dst, uint8_t byte, size_t bytes) { return from_cuda(cudaMemset(dst, byte, bytes), "cudaMemset"); }
+Status device_fill_async(void* dst, uint8_t byte, size_t bytes, void* stream) {
+  return from_cuda(cudaMemsetAsync(dst, byte, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
 Status device_synchronize() { return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 Status run_under_graph_capture(const std::function<Status(void* stream)>& call) {
@@ -87,6 +92,16 @@ Status run_under_graph_capture(const std::function<Status(void* stream)>& call) 
   (void)cudaGetLastError();  // a failed capture's error stays with this call's Status
   return s;
 }
+Status run_on_new_stream(const std::function<Status(void* stream)>& call) {
+  TEJAS_RETURN_IF_ERROR(device_synchronize());
+  cudaStream_t stream = nullptr;
+  TEJAS_RETURN_IF_ERROR(from_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  Status s = call(stream);
+  const Status synced = from_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  if (s.ok()) s = synced;
+  (void)cudaStreamDestroy(stream);
+  return s;
+}
 #else
 bool cuda_available(std::string* why) {
   if (why) *why = kNoCuda;
@@ -102,11 +117,16 @@ Status copy_to_device(void*, const void*, size_t) { return Status::Unsupported(k
 Status copy_to_host(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
 Status copy_device_to_device(void*, const void*, size_t) { return Status::Unsupported(kNoCuda); }
 Status device_fill(void*, uint8_t, size_t) { return Status::Unsupported(kNoCuda); }
+Status device_fill_async(void*, uint8_t, size_t, void*) { return Status::Unsupported(kNoCuda); }
 Status device_synchronize() { return Status::Unsupported(kNoCuda); }
 Status run_under_graph_capture(const std::function<Status(void*)>&) { return Status::Unsupported(kNoCuda); }
+Status run_on_new_stream(const std::function<Status(void*)>&) { return Status::Unsupported(kNoCuda); }
 #endif
 
-DeviceMirror::~DeviceMirror() { device_free(base_); }
+DeviceMirror::~DeviceMirror() {
+  device_free(source_);
+  device_free(base_);
+}
 
 Status DeviceMirror::upload(const HostTensor& h) {
   payload_ = payload_bytes(h.view());
@@ -122,6 +142,31 @@ Status DeviceMirror::upload(const HostTensor& h) {
   view_.device = Device::cuda;
   view_.device_index = 0;
   return Status::Ok();
+}
+
+Status DeviceMirror::make_source() {
+  if (source_ != nullptr || payload_ == 0) return Status::Ok();
+  // The guards (kGuardBytes >= 16 on each side) hold the span's rounding: copied back as they are.
+  span_lo_ = offset_ / probe::kVecBytes * probe::kVecBytes;
+  span_hi_ = (offset_ + payload_ + probe::kVecBytes - 1) / probe::kVecBytes * probe::kVecBytes;
+  void* p = nullptr;
+  TEJAS_RETURN_IF_ERROR(device_alloc(&p, span_hi_ - span_lo_));
+  source_ = static_cast<uint8_t*>(p);
+  TEJAS_RETURN_IF_ERROR(copy_device_to_device(source_, base_ + span_lo_, span_hi_ - span_lo_));
+  // Once eagerly, on the legacy stream: stream_copy's first-call queries happen outside any capture.
+  return produce(nullptr);
+}
+
+Status DeviceMirror::produce(void* stream) const {
+  if (source_ == nullptr) return Status::Ok();
+  TEJAS_RETURN_IF_ERROR(device_fill_async(base_ + offset_, kProducedPoison, payload_, stream));
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  ctx.stream = stream;
+  const auto bytes = static_cast<int64_t>(span_hi_ - span_lo_);
+  const TensorView src = TensorView::contiguous(source_, DType::u8, {bytes}, Device::cuda);
+  const TensorView dst = TensorView::contiguous(base_ + span_lo_, DType::u8, {bytes}, Device::cuda);
+  return probe::stream_copy(ctx, src, dst, probe::StreamCopyOptions{});
 }
 
 Status DeviceMirror::download(HostTensor& h) const { return copy_to_host(h.view().data, base_ + offset_, payload_); }

@@ -24,6 +24,7 @@ Status copy_to_device(void* dst, const void* src, size_t bytes);
 Status copy_to_host(void* dst, const void* src, size_t bytes);
 Status copy_device_to_device(void* dst, const void* src, size_t bytes);
 Status device_fill(void* dst, uint8_t byte, size_t bytes);
+Status device_fill_async(void* dst, uint8_t byte, size_t bytes, void* stream);
 Status device_synchronize();
 
 // Runs `call(stream)` the way a serving engine's CUDA graphs see it (after the device's earlier
@@ -33,6 +34,11 @@ Status device_synchronize();
 // once and waits for it. The call's own Status comes back first (a refused capture's error
 // usually shows there), then the capture's, the instantiation's and the launch's.
 Status run_under_graph_capture(const std::function<Status(void* stream)>& call);
+
+// Runs `call(stream)` eagerly on a new non-blocking stream (after the device's earlier work, the
+// uploads included, has finished), then waits for the stream: the RunOptions::pdl checks, since
+// programmatic launches are not made on the legacy stream.
+Status run_on_new_stream(const std::function<Status(void* stream)>& call);
 
 // A device copy of a HostTensor's storage (padding included), with guard bytes on both sides.
 // The device view has the host view's address modulo 256, so misaligned views stay misaligned.
@@ -48,10 +54,22 @@ class DeviceMirror {
   Status upload(const HostTensor& h);    // allocates, copies, writes the guards
   Status download(HostTensor& h) const;  // copies back into h (same dtype, shape, padding)
   Status guards_intact(bool* intact) const;
+  // Producer-consumer checks (RunOptions::pdl). make_source() keeps a second device copy of the
+  // payload's 16-byte-aligned span (once, after upload, before any capture) and produces once on
+  // the legacy stream (stream_copy's first-call queries outside any capture); produce(stream)
+  // then overwrites the payload with kProducedPoison and copies the span back from that copy with
+  // probe::stream_copy, a kernel, on `stream` (capturable: no allocation, no synchronization).
+  // A call launched right after it as a programmatic dependent overlaps that kernel, so a kernel
+  // that read the tensor before its griddepcontrol.wait could see the poison.
+  static constexpr uint8_t kProducedPoison = 0xFF;
+  Status make_source();
+  Status produce(void* stream) const;
   const TensorView& view() const { return view_; }  // the host view, with data on the device
 
  private:
   uint8_t* base_ = nullptr;  // guard (offset_ bytes) + payload + guard
+  uint8_t* source_ = nullptr;  // make_source(): bytes [span_lo_, span_hi_) of base_
+  size_t span_lo_ = 0, span_hi_ = 0;
   size_t offset_ = 0;        // payload start: kGuardBytes + host address % 256
   size_t payload_ = 0;
   TensorView view_;

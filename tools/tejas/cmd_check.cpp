@@ -8,8 +8,8 @@
 namespace tejas::cli {
 namespace {
 constexpr const char* kHelp =
-    "usage: tejas check [--backend cuda|emulator|reference] [--op NAME[,NAME]] [--seed N] [--graph] [--list]\n"
-    "                   [--json FILE]\n"
+    "usage: tejas check [--backend cuda|emulator|reference] [--op NAME[,NAME]] [--seed N] [--graph] [--pdl]\n"
+    "                   [--list] [--json FILE]\n"
     "\n"
     "Runs each op's correctness cases (small shapes with tails, strided views, every dtype) with\n"
     "seeded random inputs and poisoned outputs, on the chosen backend and on the reference backend\n"
@@ -25,6 +25,11 @@ constexpr const char* kHelp =
     "stream (global capture mode) and run from it, as a serving engine's decode graphs run it; a call\n"
     "that cannot be captured fails its case (so does every case under TEJAS_DEBUG_CHECKS=1, whose\n"
     "checks copy to the host and synchronize).\n"
+    "--pdl (cuda; the default backend with it): each call runs with programmatic dependent launch\n"
+    "(ExecContext::pdl) right after kernels that produce its inputs: every input's device bytes are\n"
+    "poisoned, then copied back by a stream_copy kernel on the call's stream, the first input last,\n"
+    "so a kernel that touched an input before its griddepcontrol.wait could read the poison. With\n"
+    "--graph too, the producers and the call are captured together (programmatic graph edges).\n"
     "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
     "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
     "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";
@@ -34,6 +39,7 @@ const std::vector<FlagSpec> kFlags = {
     {"op", "NAME", "only these ops (comma-separated; see --list)"},
     {"seed", "N", "input seed (default: TEJAS_SEED or fresh)"},
     {"graph", "", "cuda backend: run each call from a captured CUDA graph"},
+    {"pdl", "", "cuda backend: programmatic dependent launch after kernels producing the inputs"},
     {"list", "", "list the ops and their case counts, run nothing"},
     {"json", "FILE", "also write the results as JSON (schema: docs/tools.md)"},
 };
@@ -54,13 +60,15 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   std::string why_no_cuda;
   const bool have_cuda = check::cuda_available(&why_no_cuda);
-  const bool graph = flags.has("graph");
-  Backend backend = have_cuda || graph ? Backend::cuda : Backend::emulator;  // --graph: cuda's mode
+  const bool graph = flags.has("graph"), pdl = flags.has("pdl");
+  Backend backend = have_cuda || graph || pdl ? Backend::cuda : Backend::emulator;  // cuda's modes
   if (flags.has("backend") && !parse_backend(flags.get("backend"), &backend))
     return usage_error("check", "--backend: expected cuda, emulator or reference, got '" + flags.get("backend") + "'", err);
 
   if (graph && backend != Backend::cuda)
     return usage_error("check", std::string("--graph: needs the cuda backend, got ") + backend_name(backend), err);
+  if (pdl && backend != Backend::cuda)
+    return usage_error("check", std::string("--pdl: needs the cuda backend, got ") + backend_name(backend), err);
 
   std::vector<const check::OpCheck*> ops;
   uint64_t seed = 0;
@@ -74,6 +82,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 
   out << "tejas check: backend " << backend_name(backend) << (graph ? " (each call from a captured CUDA graph)" : "")
+      << (pdl ? " (programmatic dependent launch after its inputs' producers)" : "")
       << ", " << check::seed_note(seed) << "\n";
   if (backend == Backend::cuda && !have_cuda)
     out << "cuda backend not available (" << why_no_cuda << "): every case reports unsupported\n";
@@ -83,10 +92,12 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   report.has_checks = true;
   report.check_backend = backend_name(backend);
   report.check_graph = graph;
+  report.check_pdl = pdl;
   report.seed = seed;
   check::RunOptions options;
   options.backend = backend;
   options.cuda_graph = graph;
+  options.pdl = pdl;
   for (const auto* c : ops) {
     err << "[check] " << c->name << "\n";
     for (auto& r : check::run_op_check(*c, options, seed)) report.checks.push_back(std::move(r));

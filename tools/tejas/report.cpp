@@ -164,6 +164,7 @@ std::string to_json(const Report& r) {
     j.begin_object();
     j.key("backend").value(r.check_backend);
     j.key("graph").value(r.check_graph);
+    j.key("pdl").value(r.check_pdl);
     j.key("seed").value(r.seed);
     j.key("pass").value(c.pass);
     j.key("fail").value(c.fail);
@@ -219,7 +220,7 @@ std::string to_markdown(const Report& r) {
   }
   if (r.has_checks) {
     os << "Checks on the " << r.check_backend << " backend" << (r.check_graph ? " (each call from a captured CUDA graph)" : "")
-       << ", seed " << r.seed << ":\n\n";
+       << (r.check_pdl ? " (programmatic dependent launch)" : "") << ", seed " << r.seed << ":\n\n";
     std::ostringstream checks;
     print_checks(checks, r.checks);
     table(checks.str());

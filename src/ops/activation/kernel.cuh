@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 #include "device/ptx/cp_async.h"
 #include "device/ptx/ld_st.h"
 #include "device/smem.h"
@@ -71,6 +72,7 @@ __device__ __forceinline__ void store_gated(const Vec& gv, const Vec& uv, typena
 // activation.fast_math variant's math (act_math.cuh; 16-bit storage, one step).
 template <class S, int kVecBytes, Act kAct, int kSteps = 1, bool kFast = false>
 __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(GatedParams p) {
+  dev::begin_dependent_grid();
   static_assert(!kFast || (sizeof(typename S::Raw) == 2 && kSteps == 1), "fast math: 16-bit outputs, one step");
   using Raw = typename S::Raw;
   using Vec = typename num::AccessWord<kVecBytes>::type;
@@ -133,6 +135,7 @@ __global__ void __launch_bounds__(kThreads, kSteps == 1 ? 8 : 4) gated_kernel(Ga
 // thread's item advance by a constant per tile (one division per thread at the start).
 template <class S, Act kAct>
 __global__ void __launch_bounds__(kThreads) gated_pipe_kernel(GatedParams p) {
+  dev::begin_dependent_grid();
   using Raw = typename S::Raw;
   using Vec = typename num::AccessWord<kMaxVecBytes>::type;
   constexpr int kVec = kMaxVecBytes / static_cast<int>(sizeof(Raw));

@@ -5,9 +5,9 @@
 #include "ops/activation/launch_common.h"
 #include "runtime/print_config.h"
 #include "ops/common/cuda_check.h"
+#include "ops/common/launch_kernel.h"
 #include "ops/common/resident.h"
 #include "ops/quant/checks.h"
-#include "runtime/dry_launch.h"
 #include "runtime/validate.h"
 
 namespace tejas::act {
@@ -24,10 +24,8 @@ Status launch_gated_cuda(const char* op, const ExecContext& ctx, Act act, const 
   }
   set_last_gated_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
-  if (detail::dry_launch()) return Status::Ok();
-  gated_kernel_for(act, x.dtype, c)<<<gated_grid(c), c.threads, gated_smem(c), static_cast<cudaStream_t>(ctx.stream)>>>(
-      gated_params(x, out, o, c));
-  return detail::cuda_launch_status(op);
+  return detail::launch_kernel(op, ctx, gated_kernel_for(act, x.dtype, c), gated_grid(c),
+                               dim3(static_cast<unsigned>(c.threads)), gated_smem(c), gated_params(x, out, o, c));
 }
 
 Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const QuantArgs& a) {
@@ -38,10 +36,8 @@ Status launch_silu_quant_cuda(const char* op, const ExecContext& ctx, const Quan
   set_last_quant_config(c);
   if (detail::print_config_enabled()) detail::print_config(op, c.to_string());
   const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y));
-  if (detail::dry_launch()) return Status::Ok();
-  quant_kernel_for(a.x->dtype, c)<<<grid, c.threads, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-      quant_params(a, c));
-  return detail::cuda_launch_status(op);
+  return detail::launch_kernel(op, ctx, quant_kernel_for(a.x->dtype, c), grid, dim3(static_cast<unsigned>(c.threads)),
+                               0, quant_params(a, c));
 }
 
 }  // namespace tejas::act

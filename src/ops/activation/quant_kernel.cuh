@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 #include "device/numeric/packed_half.h"
 #include "device/ptx/ld_st.h"
 #include "device/ptx/minmax.h"
@@ -184,6 +185,7 @@ __device__ __forceinline__ void quantize_fp4(const QuantParams& p, const float (
 // (activation.packed_fp4; quantize_fp4).
 template <class S, bool kVec, bool kFast = false, bool kPacked = false>
 __global__ void __launch_bounds__(kThreads) silu_quant_kernel(QuantParams p) {
+  dev::begin_dependent_grid();
   using Raw = typename S::Raw;
   // threads_per_row is a power of two (config.cpp): shifts, not two 32-bit divisions (~15 SASS
   // instructions each) per thread.

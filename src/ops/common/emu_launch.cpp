@@ -54,6 +54,10 @@ emu::LaunchOptions emu_options(const ExecContext& ctx, dim3 grid, dim3 block, si
   o.block = block;
   o.dynamic_smem_bytes = dynamic_smem_bytes;
   o.arch = ctx.emulated_arch;
+  // Every op kernel may be launched as a programmatic dependent on the GPU (ExecContext::pdl), so
+  // the emulator holds each one to that launch's rule whatever ctx.pdl says: no global access or
+  // exit before griddepcontrol.wait (dev::begin_dependent_grid). sm_80 has no such launch.
+  o.programmatic = o.arch >= 90;
   if (smem_opt_in) o.max_dynamic_smem_bytes = o.arch == 90 ? emu::kSmemCapSm90 : emu::kSmemCapSm80;
   return o;
 }

@@ -30,7 +30,8 @@ class EmuBuffers {
   std::vector<const void*> bases_;
 };
 
-// grid/block/smem plus ctx.emulated_arch (80 -> 80, 90 -> 90) and the environment's seed.
+// grid/block/smem plus ctx.emulated_arch (80 -> 80, 90 -> 90) and the environment's seed; on
+// sm_90 a programmatic dependent launch (emu::LaunchOptions::programmatic), whatever ctx.pdl.
 // smem_opt_in: the cuda backend raises this kernel's dynamic shared-memory limit before it
 // launches it (cudaFuncSetAttribute(MaxDynamicSharedMemorySize): resident_ctas with the
 // max-shared carveout, the stream_copy probe), so here it may use up to the architecture's cap;

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 #include "device/math.h"  // dev::rsqrtf: the GPU's error under emulation
 #include "device/reduce.cuh"
 #include "device/numeric/exact_round.h"  // num::is_positive_normal
@@ -374,6 +375,7 @@ __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& r
 // kOneReduce: the norm.fp8_one_reduction variant (finish_row; vec 8, fp8 dynamic output only).
 template <DType XT, int V, int E, bool kOneReduce = false>
 __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
+  dev::begin_dependent_grid();
   static_assert(E % V == 0 && E / V <= kLargeE, "E floats per thread as E / V vectors");
   constexpr int I = E / V;
   NormSmem* smem = dev::dynamic_smem<NormSmem>();
@@ -481,6 +483,7 @@ __global__ void __launch_bounds__(kMaxThreads) norm_kernel(const NormParams p) {
 // earlier accesses).
 template <DType XT, int V, int E>
 __global__ void __launch_bounds__(kMaxThreads) norm_pipe_kernel(const NormParams p) {
+  dev::begin_dependent_grid();
   static_assert(V * kElemBytes<XT> == kPipeSlotBytes && E % V == 0, "16-byte x vectors, E / V of them");
   constexpr int I = E / V;
   using Slot = typename RawVec<XT, V>::Chunk;  // 16 bytes
@@ -575,6 +578,7 @@ __device__ __forceinline__ void encode_16bit(DType d, const float (&f)[N], RawVe
 // Rows of whole 16-byte vectors, a 16-bit residual or none, and a 16-bit weight (vec 8 needs it).
 template <DType XT>
 __global__ void __launch_bounds__(kWarpPipeThreads, kWarpPipeMinCtas) norm_warp_pipe_kernel(const NormParams p) {
+  dev::begin_dependent_grid();
   constexpr int V = kMaxVec;
   static_assert(V * kElemBytes<XT> == kPipeSlotBytes, "16-byte x vectors");
   // The other 16-bit dtype: a fused row's sum in a residual of the other dtype.

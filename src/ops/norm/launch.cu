@@ -2,12 +2,12 @@
 #include <cuda_runtime_api.h>
 
 #include "ops/common/cuda_check.h"
+#include "ops/common/launch_kernel.h"
 #include "ops/common/resident.h"
 #include "ops/norm/instances.h"
 #include "ops/norm/launch.h"
 #include "ops/norm/reference.h"
 #include "runtime/device_copy.h"
-#include "runtime/dry_launch.h"
 #include "runtime/validate.h"
 
 namespace tejas::norm {
@@ -24,7 +24,6 @@ Status check_static_scale(const char* op, const ExecContext& ctx, const NormArgs
 }  // namespace
 
 Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& a) {
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (a.out_kind == OutKind::fp8_static && detail::debug_checks_enabled(ctx))
     TEJAS_RETURN_IF_ERROR(check_static_scale(op, ctx, a));
   NormLaunch l = plan_norm(a);
@@ -51,15 +50,8 @@ Status launch_norm_cuda(const char* op, const ExecContext& ctx, const NormArgs& 
   if (!l.config.supported) return detail::backend_unsupported(op, Backend::cuda, "H above 16384");
   const NormKernel kernel = kernel_for(a.x.dtype, l.config);
   if (kernel == nullptr) return Status::Internal(std::string(op) + ": no kernel instantiated for this config");
-  if (detail::dry_launch()) return Status::Ok();
-  void* args[] = {&l.params};
-  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(l.config.grid)),
-                                         dim3(static_cast<unsigned>(l.config.threads)), args, l.smem_bytes, stream);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();  // clear it, so the next op does not report this launch's error
-    return detail::cuda_status(op, e);
-  }
-  return detail::cuda_launch_status(op);
+  return detail::launch_kernel(op, ctx, kernel, dim3(static_cast<unsigned>(l.config.grid)),
+                               dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, l.params);
 }
 
 }  // namespace tejas::norm

@@ -9,6 +9,7 @@
 // only caps how many blocks an SM holds.
 #pragma once
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 
 #include <cstdint>
 
@@ -63,6 +64,7 @@ __device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_
 template <int VECS, int R, int W>
 __global__ void __launch_bounds__(kThreads)
     stream_copy_kernel(const StreamCopyParams p) {
+  dev::begin_dependent_grid();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * VECS;
   const int64_t base = first + static_cast<int>(threadIdx.x);
   if (first + static_cast<int64_t>(kThreads) * VECS <= p.n) stream_vectors<VECS, R, W, false>(p, base);  // uniform
@@ -89,6 +91,7 @@ struct StreamAsyncParams {
 
 template <int VECS>
 __global__ void __launch_bounds__(kThreads) stream_copy_async_kernel(const StreamAsyncParams p) {
+  dev::begin_dependent_grid();
   Vec* const slots = dev::dynamic_smem<Vec>();
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t tile_vecs = int64_t{kThreads} * VECS, tiles = (p.n + tile_vecs - 1) / tile_vecs;

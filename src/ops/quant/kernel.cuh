@@ -3,6 +3,7 @@
 // code and output equals the float64 reference bit for bit (src/ops/quant/quant_math.h).
 #pragma once
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 
 #include <cstring>
 #include <type_traits>
@@ -431,6 +432,7 @@ __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, fl
 template <class X, CodeFormat F, ScaleRule R, bool kFast = false, bool kTieBias = false, bool kClean = false,
           bool kLinear = false>
 __global__ void __launch_bounds__(kThreads, kQuantBlocksPerSm) quant_vec_kernel(QuantParams p) {
+  dev::begin_dependent_grid();
   using S = typename X::Raw;
   using Abs = AbsBits<X>;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
@@ -649,6 +651,7 @@ TEJAS_QUANT_UNROLL
 // ---- quantization, generic: a warp per group, two passes ---------------------------------------
 template <class X, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) quant_generic_kernel(QuantParams p) {
+  dev::begin_dependent_grid();
   using S = typename X::Raw;
   constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
@@ -856,6 +859,7 @@ __device__ __forceinline__ uint32_t packed_nvfp4_products(uint32_t w, uint32_t b
 // and scale (j >> group_shift), as quant_vec_kernel's GroupWalk<true> does for groups.
 template <class O, CodeFormat F, bool kPacked = false, bool kNvfp4 = false, bool kLinear = false>
 __global__ void __launch_bounds__(kThreads, kNvfp4 ? kDequantNvfp4MinCtas : 0) dequant_vec_kernel(DequantParams p) {
+  dev::begin_dependent_grid();
   using S = typename O::Raw;
   constexpr int kVec = kVecBytes / static_cast<int>(sizeof(S));
   constexpr int kCodeBytes = F == CodeFormat::e4m3 ? kVec : kVec / 2;
@@ -1032,6 +1036,7 @@ TEJAS_QUANT_UNROLL
 
 template <class O, CodeFormat F>
 __global__ void __launch_bounds__(kThreads) dequant_generic_kernel(DequantParams p) {
+  dev::begin_dependent_grid();
   using S = typename O::Raw;
   constexpr int kPer = F == CodeFormat::e4m3 ? 1 : 2;  // elements per code byte
   const int64_t bytes_per_row = p.K / kPer;

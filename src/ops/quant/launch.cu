@@ -1,8 +1,8 @@
 // CUDA launchers of the quantization kernels (the instantiations live in kernel_select.h).
 #include "ops/common/cuda_check.h"
+#include "ops/common/launch_kernel.h"
 #include "ops/common/resident.h"
 #include "runtime/device_copy.h"
-#include "runtime/dry_launch.h"
 #include "runtime/tune.h"
 #include "ops/quant/checks.h"
 #include "ops/quant/kernel_select.h"
@@ -26,15 +26,13 @@ namespace {
 // judged first (before anything is written).
 template <class Plan>
 Status run_cuda(const char* op, const ExecContext& ctx, const Plan& plan, bool check_tensor_scale) {
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (check_tensor_scale)
     TEJAS_RETURN_IF_ERROR(quant_detail::check_device_tensor_scale(op, ctx, *plan.t.tensor_scale));
   print_plan(op, plan);
   return for_each_launch(plan, [&](auto kernel, const auto& l) {
-    if (detail::dry_launch()) return Status::Ok();
-    kernel<<<static_cast<unsigned>(l.config.grid), l.config.threads, static_cast<size_t>(smem_bytes(l.config)), stream>>>(
-        l.params);
-    return detail::cuda_launch_status(op);
+    return detail::launch_kernel(op, ctx, kernel, dim3(static_cast<unsigned>(l.config.grid)),
+                                 dim3(static_cast<unsigned>(l.config.threads)),
+                                 static_cast<size_t>(smem_bytes(l.config)), l.params);
   });
 }
 

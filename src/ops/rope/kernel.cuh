@@ -9,6 +9,7 @@
 // `#pragma unroll` marks loops over register arrays (they must unroll so the arrays stay in
 // registers); the host compiler ignores it.
 #include "device/prelude.h"
+#include "device/grid_dependency.h"
 
 #include <cmath>
 #include <cstdint>
@@ -903,6 +904,7 @@ __device__ __forceinline__ void kv_rope_pipe_body(const RopeParams& p) {
 // 16-byte kernel took 71 on sm_90a, 3 blocks of 256 per SM instead of 4); 0 spills.
 template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   using Raw = typename S::Raw;
   const int group = static_cast<int>(p.group_div.d);
   int token, local;
@@ -984,6 +986,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_write_kernel(const Rop
 // kv_write_kernel. Launch bounds as kv_write_kernel's.
 template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   using Raw = typename S::Raw;
   static_assert(VEC * sizeof(Raw) == kMaxAccessBytes, "16-byte k and v vectors");
   int token, local;
@@ -1051,6 +1054,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 2) kv_pipe_kernel(const Rope
 // VEC 8); blocks of kKvRopeBlockThreads (config.h) at its 94 registers (sm_90a), 5 per SM.
 template <class S, int VEC>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   if (p.neox) impl::kv_rope_body<S, VEC, true>(p);
   else impl::kv_rope_body<S, VEC, false>(p);
 }
@@ -1058,6 +1062,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_kernel(const Rope
 // The rope.kv_rope_pipe variant (impl::kv_rope_pipe_body): 16-byte vectors of 16-bit k and v.
 template <class S>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_pipe_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   constexpr int kVec = kMaxAccessBytes / static_cast<int>(sizeof(typename S::Raw));
   if (p.neox) impl::kv_rope_pipe_body<S, kVec, true>(p);
   else impl::kv_rope_pipe_body<S, kVec, false>(p);
@@ -1068,6 +1073,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) kv_rope_pipe_kernel(const
 // so that the default kernels carry none of its code (compiled in, it cost them 4-6 registers).
 template <class S, int VEC, int kHeads, bool kStage = false>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   const int group = static_cast<int>(p.group_div.d);
   int token, local;
   impl::group_position(p, token, local);
@@ -1148,6 +1154,7 @@ __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_kernel(const RopePar
 // after both stages' head slots), and the group copies its v rows after the rotation.
 template <class S, int VEC, int kHeads, bool kKv = false>
 __global__ void __launch_bounds__(kMaxGroupThreads, 1) rope_pipe_kernel(const RopeParams p) {
+  dev::begin_dependent_grid();
   // stage_heads commits a group only for 16-byte accesses; the one-group-per-token count (the
   // wait for all but the newest group) relies on it.
   static_assert(VEC * sizeof(typename S::Raw) == kMaxAccessBytes, "16-byte head accesses");

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "ops/common/cuda_check.h"
+#include "ops/common/launch_kernel.h"
 #include "ops/common/resident.h"
 #include "ops/rope/kernels.cuh"
 #include "ops/rope/plan.h"
-#include "runtime/dry_launch.h"
 
 namespace tejas::rotary {
 
@@ -30,7 +30,6 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   if (kernel == nullptr)
     return Status::Internal(std::string(op) + ": no kernel instantiated for vec " + std::to_string(l.config.vec) +
                             " with " + std::to_string(l.config.heads_in_flight) + " heads in flight");
-  auto* stream = static_cast<cudaStream_t>(ctx.stream);
   // The pipelined kernel's persistent grid: the CTAs the GPU holds at once.
   const int64_t blocks = l.pipeline ? pipe_blocks(l.config, resident) : l.config.blocks;
   maybe_print_config(op, l.problem, l.config, l.pipeline ? blocks : 0);
@@ -39,10 +38,8 @@ Status launch_cuda(const char* op, const ExecContext& ctx, const RopeLaunch& pla
   // plan without its pipeline (without_pipeline): within the 48 KiB any kernel may ask for without
   // an attribute, which the emulator enforces too (emu::LaunchOptions::max_dynamic_smem_bytes).
   // The pipelined kernels' two stages (up to 96 KiB) get the opt-in maximum from resident_ctas.
-  if (detail::dry_launch()) return Status::Ok();
-  kernel<<<dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, stream>>>(
-      l.params);
-  return detail::cuda_launch_status(op);
+  return detail::launch_kernel(op, ctx, kernel, dim3(static_cast<unsigned>(blocks)),
+                               dim3(static_cast<unsigned>(l.config.threads)), l.smem_bytes, l.params);
 }
 
 }  // namespace tejas::rotary
