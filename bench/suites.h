@@ -12,6 +12,7 @@
 #include "bench/device_arena.h"
 #include "bench/floors.h"
 #include "bench/workloads.h"
+#include "runtime/scoped_set.h"
 #include "tejas/context.h"
 
 namespace tejas::bench {
@@ -52,7 +53,7 @@ struct RowTiming {
 // when ours failed with an error (the device may be unusable after it).
 RowTiming time_workload(const Workload& w, DeviceArena& arena, const LaunchTimer& timer);
 
-// norm, rope, activation, quant, attention, memcpy, gemm.
+// norm, rope, activation, quant, pdl, attention, memcpy, gemm.
 const std::vector<std::string>& suite_names();
 // The suites `tejas bench` runs by default: all of the above.
 bool is_suite(std::string_view name);
@@ -69,6 +70,9 @@ void add_activation_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_activation_fused_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_rope_fused_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_quant_rows(const ModelShape& m, std::vector<Workload>& out);
+// The pdl suite (suites_pdl.cpp): the decode-sized rows of the four kernel suites above as
+// graphs of back-to-back calls, programmatic against stream order.
+void add_pdl_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_attention_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_gemm_rows(const ModelShape& m, std::vector<Workload>& out);
 void add_copy_rows(std::vector<Workload>& out);         // copy_d2d, then the stream_copy rows
@@ -77,12 +81,20 @@ void add_stream_copy_rows(std::vector<Workload>& out);  // bytes in flight per S
 Workload peak_gemm(bool fp8);
 
 // ---- helpers for the suite builders (suites_*.cpp) ----
-// The context every benchmark launch runs with: the cuda backend, the legacy stream.
+// The context every benchmark launch runs with: the cuda backend, the legacy stream; while a
+// ScopedBenchContext is alive on the thread, its context instead (the pdl suite's capture: its
+// stream and programmatic launch).
+inline thread_local const ExecContext* g_bench_ctx = nullptr;
 inline ExecContext cuda_ctx() {
+  if (g_bench_ctx != nullptr) return *g_bench_ctx;
   ExecContext c;
   c.backend = Backend::cuda;
   return c;
 }
+class ScopedBenchContext : detail::ScopedSet<const ExecContext*> {
+ public:
+  explicit ScopedBenchContext(const ExecContext& ctx) : ScopedSet(g_bench_ctx, &ctx) {}
+};
 // Shape and name strings: the arguments streamed one after another.
 template <class... A>
 std::string cat(const A&... a) {

@@ -196,7 +196,8 @@ void add_stream_copy_rows(std::vector<Workload>& out) {
 }
 
 const std::vector<std::string>& suite_names() {
-  static const std::vector<std::string> names = {"norm", "rope", "activation", "quant", "attention", "memcpy", "gemm"};
+  static const std::vector<std::string> names = {"norm", "rope",      "activation", "quant",
+                                                 "pdl",  "attention", "memcpy",     "gemm"};
   return names;
 }
 
@@ -222,6 +223,8 @@ std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<
     if (m == limit && suite != "norm") continue;  // its other shapes are not production shapes here
     // A TP rank normalizes (and quantizes for QKV) the whole hidden row: the TP-1 rows already.
     if (m->tp > 1 && (suite == "norm" || suite == "quant")) continue;
+    // The pdl suite's question is the same for every model: one model unless models are chosen.
+    if (suite == "pdl" && chosen.empty() && m != &models().front()) continue;
     if (suite == "norm") {
       add_norm_rows(*m, out);
       add_norm_fused_rows(*m, out);
@@ -234,6 +237,7 @@ std::vector<Workload> suite_workloads(std::string_view suite, const std::vector<
       add_activation_fused_rows(*m, out);
     }
     else if (suite == "quant") add_quant_rows(*m, out);
+    else if (suite == "pdl") add_pdl_rows(*m, out);
     else if (suite == "attention") add_attention_rows(*m, out);
     else if (suite == "gemm") add_gemm_rows(*m, out);
   }

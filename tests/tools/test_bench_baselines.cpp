@@ -86,6 +86,7 @@ TEST(BenchBaselines, BaselineNamesMatchTheRowsFormatAndCache) {
 TEST(BenchBaselines, MropeAndUnfusedRowsHaveNoBaseline) {
   int mrope = 0, others = 0;
   for (const std::string& suite : tejas::bench::suite_names()) {
+    if (suite == "pdl") continue;  // every row there has its stream-order twin (PdlRows...)
     for (const Workload& w : all_rows(suite)) {
       SCOPED_TRACE(suite + ": " + w.op + " " + w.shape);
       // A launch always comes with a name; never a nameless baseline time.
@@ -314,3 +315,40 @@ TEST(BenchCli, NoGpuPrintsBaselineNamesButNoTiming) {
 }
 
 }  // namespace
+
+// The pdl suite: for one model unless models are chosen, each decode-sized row (at most 8 MiB) of
+// the four kernel suites once, as 16 calls in one graph with its stream-order twin as baseline;
+// without a GPU, preparing one fails.
+TEST(BenchSuites, PdlRowsAreTheDecodeRowsOfTheKernelSuitesTwice) {
+  const auto& models = tejas::bench::models();
+  const std::vector<Workload> rows = tejas::bench::suite_workloads("pdl", {});
+  ASSERT_FALSE(rows.empty());
+  std::map<std::string, int> ops;
+  for (const Workload& w : rows) {
+    SCOPED_TRACE(w.op + " " + w.shape);
+    EXPECT_EQ(w.suite, "pdl");
+    EXPECT_EQ(w.model, models.front().name);
+    EXPECT_EQ(w.baseline, "the same 16 calls in stream order");
+    EXPECT_TRUE(w.prepare && w.baseline_prepare);
+    EXPECT_NE(w.shape.find(", 16 calls in one graph, programmatic"), std::string::npos);
+    EXPECT_LE(w.cost.bytes, 16 * 8.0 * (1 << 20));
+    ++ops[w.op];
+  }
+  for (const char* op : {"rms_norm", "fused_add_rms_norm", "rope", "rope_kv_cache_write", "kv_cache_write", "silu_mul",
+                         "silu_mul_quant_mx", "quant_fp8_group", "dequant_fp8_group", "quant_mx"})
+    EXPECT_GT(ops[op], 0) << op;
+  // A source row's cost times 16: the first rms_norm row is T=1.
+  for (const Workload& src : all_rows("norm")) {
+    if (src.op != "rms_norm" || src.model != models.front().name) continue;
+    EXPECT_EQ(rows.front().op, "rms_norm");
+    EXPECT_DOUBLE_EQ(rows.front().cost.bytes, 16 * src.cost.bytes);
+    break;
+  }
+  const auto chosen = tejas::bench::suite_workloads("pdl", {&models[1]});
+  ASSERT_FALSE(chosen.empty());
+  EXPECT_EQ(chosen.front().model, models[1].name);
+  if (tejas::check::cuda_available()) return;
+  DeviceArena arena(kArenaSeed);
+  std::function<Status()> launch;
+  EXPECT_FALSE(rows.front().prepare(arena, &launch).ok());  // unsupported, or the runtime's error
+}

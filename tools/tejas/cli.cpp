@@ -48,7 +48,7 @@ bool suites_flag(const char* cmd, const Flags& flags, std::vector<std::string>* 
   }
   for (const auto& s : split_list(arg)) {
     if (!bench::is_suite(s)) {
-      usage_error(cmd, "--suite: unknown suite '" + s + "' (norm, rope, activation, quant, attention, memcpy, gemm or all)",
+      usage_error(cmd, "--suite: unknown suite '" + s + "' (norm, rope, activation, quant, pdl, attention, memcpy, gemm or all)",
                   err);
       return false;
     }
