@@ -44,20 +44,22 @@ Status cuda(cudaError_t e, const char* what) {
 Status prepare_chain(const Prepare& row, bool pdl, DeviceArena& a, std::function<Status()>* launch) {
   std::function<Status()> one;
   TEJAS_RETURN_IF_ERROR(row(a, &one));
-  TEJAS_RETURN_IF_ERROR(one());  // first-call work (occupancy queries) outside the capture
-  TEJAS_RETURN_IF_ERROR(cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  TEJAS_RETURN_IF_ERROR(cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));  // the arena's fills
   auto chain = std::make_shared<Chain>();
   TEJAS_RETURN_IF_ERROR(cuda(cudaStreamCreateWithFlags(&chain->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
   ExecContext ctx = cuda_ctx();
   ctx.stream = chain->stream;
   ctx.pdl = pdl;
+  const ScopedBenchContext scope(ctx);
+  // One eager call as captured, so that its first-call queries (occupancy, programmatic launch)
+  // happen outside the capture.
+  TEJAS_RETURN_IF_ERROR(one());
+  TEJAS_RETURN_IF_ERROR(cuda(cudaStreamSynchronize(chain->stream), "cudaStreamSynchronize"));
   TEJAS_RETURN_IF_ERROR(cuda(cudaStreamBeginCapture(chain->stream, cudaStreamCaptureModeGlobal), "begin capture"));
   Status called = Status::Ok();
-  {
-    const ScopedBenchContext scope(ctx);
-    for (int i = 0; i < kChain && called.ok(); ++i) called = one();
-  }
+  for (int i = 0; i < kChain && called.ok(); ++i) called = one();
   const Status ended = cuda(cudaStreamEndCapture(chain->stream, &chain->graph), "end capture");
+  if (!called.ok() || !ended.ok()) (void)cudaGetLastError();  // a failed capture's error stays here
   TEJAS_RETURN_IF_ERROR(called);
   TEJAS_RETURN_IF_ERROR(ended);
   TEJAS_RETURN_IF_ERROR(cuda(cudaGraphInstantiate(&chain->exec, chain->graph, 0), "cudaGraphInstantiate"));

@@ -34,15 +34,16 @@ uint64_t splitmix64(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-void thread_exit(Thread& t, bool unwound);
+void thread_exit(Thread& t, bool unwound, bool returned);
 
 void fiber_entry(void* arg) {
   Thread* t = static_cast<Thread*>(arg);
-  bool unwound = false;
+  bool unwound = false, returned = false;
   {  // the fiber never returns: objects with destructors must end before the final swap
     std::string thrown;
     try {
       g_launch->body(g_launch->ctx);
+      returned = true;
     } catch (const FiberUnwind&) {
       unwound = t->unwind;  // false for __trap(): the thread simply ends
     } catch (const std::exception& e) {
@@ -54,7 +55,7 @@ void fiber_entry(void* arg) {
       add_finding(FindingKind::unsupported, 0, Site{}, "kernel code threw an exception: " + thrown);
     }
   }
-  thread_exit(*t, unwound);
+  thread_exit(*t, unwound, returned);
   FiberContext::swap(t->fiber, g_launch->scheduler);  // never resumed
   std::abort();
 }
@@ -99,8 +100,10 @@ void release_collectives_of_exited(Thread& t) {
   }
 }
 
-void thread_exit(Thread& t, bool unwound) {
-  if (!unwound && g_launch->opts.programmatic && !t.grid_waited && want_finding(FindingKind::grid_dependency)) {
+// `returned`: the kernel body returned (not a __trap(), an exception or an unwinding), the only
+// exit the grid_dependency rule judges (the others are findings of their own).
+void thread_exit(Thread& t, bool unwound, bool returned) {
+  if (returned && g_launch->opts.programmatic && !t.grid_waited && want_finding(FindingKind::grid_dependency)) {
     add_finding(FindingKind::grid_dependency, 0, Site{},
                 "exits without griddepcontrol.wait in a programmatic dependent launch: the grid could complete "
                 "before the kernel it depends on",

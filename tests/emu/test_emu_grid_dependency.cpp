@@ -141,3 +141,19 @@ TEST(EmuGridDependency, Sm80HasNeitherTheLaunchNorTheInstructions) {
   const emu::LaunchReport bare = emu::launch(o, bare_wait, out.get() + 0);
   EXPECT_FALSE(findings_of(bare, FindingKind::unsupported).empty()) << bare.summary();
 }
+
+namespace {
+__global__ void traps_first(int* out) {
+  __trap();
+  st_global(out + threadIdx.x, 1);
+}
+}  // namespace
+
+// A thread that ends by __trap() (or an exception) has a finding of its own: its end is not also
+// reported as an exit without the wait.
+TEST(EmuGridDependency, ATrapIsNotAlsoAnExitWithoutTheWait) {
+  DevBuf<int> out(32);
+  const emu::LaunchReport r = emu::launch(programmatic(dim3(1), dim3(32)), traps_first, out.get() + 0);
+  EXPECT_FALSE(findings_of(r, FindingKind::unsupported).empty()) << r.summary();
+  EXPECT_TRUE(findings_of(r, FindingKind::grid_dependency).empty()) << r.summary();
+}

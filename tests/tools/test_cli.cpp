@@ -176,6 +176,9 @@ TEST(Cli, CheckCudaWithoutGpuIsUnsupportedNotPass) {
   EXPECT_EQ(d.code, 0) << d.out;
   EXPECT_TRUE(has(d.out, "backend cuda (each call from a captured CUDA graph)")) << d.out;
   // --pdl too, alone or with --graph.
+  const Result alone = tejas_cmd({"check", "--pdl", "--op", "silu_mul"});
+  EXPECT_EQ(alone.code, 0) << alone.out;
+  EXPECT_TRUE(has(alone.out, "backend cuda (programmatic dependent launch")) << alone.out;
   const Result p = tejas_cmd({"check", "--pdl", "--graph", "--op", "silu_mul"});
   EXPECT_EQ(p.code, 0) << p.out;
   EXPECT_TRUE(has(p.out, "backend cuda (each call from a captured CUDA graph) (programmatic dependent launch"))

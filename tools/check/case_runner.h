@@ -102,8 +102,9 @@ struct RunOptions {
   // cuda only: the call runs with ExecContext::pdl on a new stream (or the graph's), right after
   // kernels that produce its inputs: each input's device bytes are poisoned and then copied back
   // by a stream_copy kernel on the call's stream (the first input last, so its copy is the kernel
-  // just before the call; DeviceMirror::produce). A kernel that touched an input before its
-  // griddepcontrol.wait could see the poison, and NaN never passes.
+  // just before the call; DeviceMirror::produce). The op's first kernel, had it touched the first
+  // input before its griddepcontrol.wait, could see the poison, and NaN never passes (the other
+  // inputs' copies have finished by then: the emulator checks every tensor exactly).
   bool pdl = false;
 };
 

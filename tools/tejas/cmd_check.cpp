@@ -28,8 +28,9 @@ constexpr const char* kHelp =
     "--pdl (cuda; the default backend with it): each call runs with programmatic dependent launch\n"
     "(ExecContext::pdl) right after kernels that produce its inputs: every input's device bytes are\n"
     "poisoned, then copied back by a stream_copy kernel on the call's stream, the first input last,\n"
-    "so a kernel that touched an input before its griddepcontrol.wait could read the poison. With\n"
-    "--graph too, the producers and the call are captured together (programmatic graph edges).\n"
+    "so an op's first kernel that touched the first input before its griddepcontrol.wait could read\n"
+    "the poison (the emulator checks every kernel and tensor exactly). With --graph too, the\n"
+    "producers and the call are captured together (programmatic graph edges).\n"
     "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
     "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
     "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";

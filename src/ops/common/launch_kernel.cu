@@ -21,17 +21,22 @@ std::atomic<int64_t> g_programmatic{0};
 std::mutex g_mutex;
 std::map<std::pair<int, const void*>, bool> g_available;  // per (device, kernel)
 
-bool ask(int device, const void* kernel) {
+// The answer for (device, kernel); false in *answered when a query failed.
+bool ask(int device, const void* kernel, bool* answered) {
   const RelaxedCaptureScope relaxed;
   int major = 0, minor = 0;
   cudaFuncAttributes attr{};
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
-      cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+  *answered = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+              cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+              cudaFuncGetAttributes(&attr, kernel) == cudaSuccess;
+  if (!*answered) {
     (void)cudaGetLastError();
     return false;
   }
-  return major * 10 + minor >= kMinProgrammaticSm && attr.binaryVersion >= kMinProgrammaticSm;
+  // ptxVersion: the virtual architecture the loaded code was compiled from (__CUDA_ARCH__, so
+  // TEJAS_ARCH), which decides whether dev::begin_dependent_grid emitted the wait. binaryVersion
+  // would not do: sm_80 PTX compiled by the driver for a newer GPU reports that GPU's.
+  return major * 10 + minor >= kMinProgrammaticSm && attr.ptxVersion >= kMinProgrammaticSm;
 }
 
 }  // namespace
@@ -47,7 +52,12 @@ bool programmatic_launch_available(const void* kernel) {
   if (const bool* known = recent.find(key)) return *known;
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_available.find(key);
-  if (it == g_available.end()) it = g_available.emplace(key, ask(device, kernel)).first;
+  if (it == g_available.end()) {
+    bool answered = false;
+    const bool available = ask(device, kernel, &answered);
+    if (!answered) return false;  // not remembered: a later launch asks again
+    it = g_available.emplace(key, available).first;
+  }
   recent.put(key, it->second);
   return it->second;
 }
@@ -70,13 +80,13 @@ Status launch_kernel_args(const char* op, const ExecContext& ctx, const void* ke
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attr;
     config.numAttrs = 1;
-    g_programmatic.fetch_add(1, std::memory_order_relaxed);
   }
   const cudaError_t e = cudaLaunchKernelExC(&config, kernel, args);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // clear it, so the next op does not report this launch's error
     return cuda_status(op, e);
   }
+  if (config.numAttrs > 0) g_programmatic.fetch_add(1, std::memory_order_relaxed);
   return cuda_launch_status(op);
 }
 

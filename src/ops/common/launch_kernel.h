@@ -29,14 +29,16 @@ Status launch_kernel(const char* op, const ExecContext& ctx, void (*kernel)(P), 
 }
 
 // Whether `kernel` may be launched as a programmatic dependent on the current device: the device
-// is sm_90 or newer and the code that runs there is (cudaFuncAttributes::binaryVersion >= 90), so
-// its griddepcontrol.wait is really there (sm_80 code run on a newer GPU has none, and launched
-// that way could read its inputs before the kernel before it has written them). Asked once per
-// (device, kernel), in a RelaxedCaptureScope, and cached; false when a query fails. Thread safe.
+// is sm_90 or newer and the code loaded there was compiled from sm_90 or newer
+// (cudaFuncAttributes::ptxVersion >= 90), so its griddepcontrol.wait is really there (code from
+// compute_80 has none, also when the driver compiles it for a newer GPU, and launched that way
+// could read its inputs before the kernel before it has written them). Asked once per (device,
+// kernel), in a RelaxedCaptureScope, and cached; false when a query fails (not remembered: the
+// next launch asks again). Thread safe.
 bool programmatic_launch_available(const void* kernel);
 
-// Launches made as programmatic dependents since the process started, over all threads (tests:
-// a GPU run with ExecContext::pdl must really have made some).
+// Successful launches made as programmatic dependents since the process started, over all
+// threads (tests: a GPU run with ExecContext::pdl must really have made some).
 int64_t programmatic_launches();
 
 }  // namespace tejas::detail
