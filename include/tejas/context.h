@@ -30,7 +30,7 @@ struct ExecContext {
   // so that its launch and first CTAs overlap that kernel's last ones. Every Tejas kernel waits
   // (griddepcontrol.wait) before touching memory, so the results are those of ordinary stream
   // order whatever ran before; the kernels also let the next kernel launch early once all their
-  // CTAs have started. Ignored on GPUs below sm_90, for kernels not compiled for sm_90+ and on the
+  // CTAs have passed that wait. Ignored on GPUs below sm_90, for kernels not compiled for sm_90+ and on the
   // legacy default stream (a null `stream`). Off by default: what it saves per kernel boundary is
   // not yet measured (docs/using.md).
   bool pdl = false;
