@@ -33,7 +33,7 @@ bool ask(int device, const void* kernel, bool* answered) {
     (void)cudaGetLastError();
     return false;
   }
-  // ptxVersion: the virtual architecture the loaded code was compiled from (__CUDA_ARCH__, so
+  // ptxVersion: the virtual architecture the loaded code was compiled from (the device pass's
   // TEJAS_ARCH), which decides whether dev::begin_dependent_grid emitted the wait. binaryVersion
   // would not do: sm_80 PTX compiled by the driver for a newer GPU reports that GPU's.
   return major * 10 + minor >= kMinProgrammaticSm && attr.ptxVersion >= kMinProgrammaticSm;
