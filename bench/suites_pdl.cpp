@@ -14,6 +14,8 @@
 
 #if TEJAS_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "ops/common/cuda_check.h"
 #endif
 
 namespace tejas::bench {
@@ -35,9 +37,9 @@ struct Chain {
   }
 };
 
-Status cuda(cudaError_t e, const char* what) {
-  return e == cudaSuccess ? Status::Ok() : Status::CudaError(std::string(what) + ": " + cudaGetErrorString(e));
-}
+constexpr const char* kSuite = "pdl suite";
+
+Status cuda(cudaError_t e, const char* what) { return detail::cuda_status(kSuite, e, what); }
 
 // Prepares `row` once and captures kChain calls of its launch (cuda_ctx() answering with the
 // capture's stream and `pdl`) into a graph, which the returned launch runs on the legacy stream.

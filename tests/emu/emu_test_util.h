@@ -1,5 +1,6 @@
 // Helpers for the emulator tests: device buffers and a finding filter.
 #pragma once
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,6 +30,17 @@ class DevBuf {
   T* p_ = nullptr;
   size_t n_ = 0;
 };
+
+// Launch options for a grid of `block`-thread blocks with `smem` bytes of dynamic shared memory
+// (seed 0: the environment's or the fixed default).
+inline LaunchOptions launch_options(dim3 grid, dim3 block, size_t smem, uint64_t seed = 0) {
+  LaunchOptions o;
+  o.grid = grid;
+  o.block = block;
+  o.dynamic_smem_bytes = smem;
+  o.seed = seed;
+  return o;
+}
 
 inline std::vector<Finding> findings_of(const LaunchReport& r, FindingKind k) {
   std::vector<Finding> out;

@@ -25,10 +25,7 @@ namespace dev = tejas::dev;
 namespace {
 
 emu::LaunchOptions programmatic(dim3 grid, dim3 block, size_t smem = 0) {
-  emu::LaunchOptions o;
-  o.grid = grid;
-  o.block = block;
-  o.dynamic_smem_bytes = smem;
+  emu::LaunchOptions o = emu::testing::launch_options(grid, block, smem);
   o.programmatic = true;
   return o;
 }

@@ -25,12 +25,7 @@ constexpr int kWarp = 32;
 constexpr int kOtherWarpThread = 40;  // a thread of warp 1
 
 emu::LaunchOptions opts(uint64_t seed, dim3 grid, dim3 block, size_t smem) {
-  emu::LaunchOptions o;
-  o.grid = grid;
-  o.block = block;
-  o.dynamic_smem_bytes = smem;
-  o.seed = seed;
-  return o;
+  return emu::testing::launch_options(grid, block, smem, seed);
 }
 
 // ---- 4. atomics against plain accesses -----------------------------------------------------------
