@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "check/case_runner.h"
+#include "check/cuda_mem.h"
 #include "check/op_checks.h"
 #include "check/tolerances.h"
 #include "ops/common/ref_numeric.h"
@@ -158,6 +161,50 @@ TEST(CaseRunner, CudaWithoutGpuIsUnsupported) {
   const CaseResult r = run(Fault::none, Backend::cuda);
   EXPECT_EQ(r.verdict, Verdict::unsupported) << r.detail;
   EXPECT_NE(r.detail.find("not available"), std::string::npos) << r.detail;
+}
+
+// RunOptions::pdl's producer: every input in one device block, restored together by one kernel.
+// After upload (which produces once) and a produce on a new stream, each mirror holds exactly its
+// host bytes (the poison memsets overwritten), keeps its host address modulo 256 (the views one
+// after another in the block: a bf16 tensor with padded rows, an odd-sized i32 one, one moved
+// off its 256-byte boundary by 6 bytes) and its guards.
+TEST(InputProducer, CudaRestoresEveryInputWithOneKernel) {
+  std::string why;
+  if (!check::cuda_available(&why)) GTEST_SKIP() << why;
+  TEJAS_SEEDED_TEST_RNG();
+  std::vector<HostTensor> hosts;
+  hosts.emplace_back(DType::bf16, std::vector<int64_t>{3, 20}, 4);
+  hosts.emplace_back(DType::i32, std::vector<int64_t>{7});
+  hosts.emplace_back(DType::u8, std::vector<int64_t>{64});
+  fill_normal(hosts[0], rng);
+  fill_randint(hosts[1], rng, -1000, 1000);
+  fill_randint(hosts[2], rng, 0, 255);
+  TensorView& moved = hosts[2].view();  // bytes 6 .. 57 of its storage
+  moved.data = static_cast<uint8_t*>(moved.data) + 6;
+  moved.shape[0] = 52;
+  std::vector<std::unique_ptr<DeviceMirror>> mirrors;
+  std::vector<const HostTensor*> in;
+  std::vector<DeviceMirror*> out;
+  for (const HostTensor& h : hosts) {
+    mirrors.push_back(std::make_unique<DeviceMirror>());
+    in.push_back(&h);
+    out.push_back(mirrors.back().get());
+  }
+  InputProducer producer;
+  ASSERT_TRUE(producer.upload(in, out).ok());
+  ASSERT_TRUE(run_on_new_stream([&](void* stream) { return producer.produce(stream); }).ok());
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const TensorView& h = hosts[i].view();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(mirrors[i]->view().data) % 256, reinterpret_cast<uintptr_t>(h.data) % 256);
+    HostTensor back = hosts[i];
+    back.poison();
+    ASSERT_TRUE(mirrors[i]->download(back).ok());
+    const size_t bytes = payload_bytes(h);
+    EXPECT_EQ(std::memcmp(back.view().data, h.data, bytes), 0) << "tensor " << i << " (" << bytes << " bytes)";
+    bool intact = false;
+    ASSERT_TRUE(mirrors[i]->guards_intact(&intact).ok());
+    EXPECT_TRUE(intact) << "tensor " << i;
+  }
 }
 
 TEST(OpChecks, SeedsAreStablePerOp) {

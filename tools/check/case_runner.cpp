@@ -90,20 +90,28 @@ CaseResult run_on_device(const Case& c, const ExecContext& ctx, bool graph,
   if (!cuda_available(&why)) return result(c, Verdict::unsupported, "cuda backend not available: " + why);
   auto got = clone_all(c);
   std::vector<std::unique_ptr<DeviceMirror>> dev;
+  // RunOptions::pdl: the inputs (and in-out tensors) live in the producer's block.
+  InputProducer producer;
+  std::vector<const HostTensor*> produced;
+  std::vector<DeviceMirror*> produced_mirrors;
   Args args;
   for (size_t i = 0; i < got.size(); ++i) {
     dev.push_back(std::make_unique<DeviceMirror>());
-    if (Status s = dev.back()->upload(*got[i]); !s.ok()) return result(c, Verdict::fail, "upload: " + s.to_string());
-    args.add(c.args()[i].name, dev.back()->view());
     if (pdl && c.args()[i].role != Role::output) {
-      if (Status m = dev.back()->make_source(); !m.ok()) return result(c, Verdict::fail, "producer: " + m.to_string());
+      produced.push_back(got[i].get());
+      produced_mirrors.push_back(dev.back().get());
+    } else if (Status s = dev.back()->upload(*got[i]); !s.ok()) {
+      return result(c, Verdict::fail, "upload: " + s.to_string());
     }
   }
-  // RunOptions::pdl: the inputs' producers, the first input's last, then the call.
+  if (Status s = producer.upload(produced, produced_mirrors); !s.ok()) {
+    return result(c, Verdict::fail, "producer: " + s.to_string());
+  }
+  for (size_t i = 0; i < got.size(); ++i) args.add(c.args()[i].name, dev[i]->view());
+  // RunOptions::pdl: the inputs' producer (one kernel writing every input), then the call.
   const auto produce_then_call = [&](const ExecContext& on) {
-    for (size_t k = got.size(); pdl && k-- > 0;) {
-      if (c.args()[k].role == Role::output) continue;
-      if (Status p = dev[k]->produce(on.stream); !p.ok()) return Status::Internal("producer: " + p.to_string());
+    if (pdl) {
+      if (Status p = producer.produce(on.stream); !p.ok()) return Status::Internal("producer: " + p.to_string());
     }
     return c.call()(on, args);
   };

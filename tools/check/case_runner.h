@@ -100,11 +100,11 @@ struct RunOptions {
   // outputs are judged as an eager call's. A call that cannot be captured fails its case.
   bool cuda_graph = false;
   // cuda only: the call runs with ExecContext::pdl on a new stream (or the graph's), right after
-  // kernels that produce its inputs: each input's device bytes are poisoned and then copied back
-  // by a stream_copy kernel on the call's stream (the first input last, so its copy is the kernel
-  // just before the call; DeviceMirror::produce). The op's first kernel, had it touched the first
-  // input before its griddepcontrol.wait, could see the poison, and NaN never passes (the other
-  // inputs' copies have finished by then: the emulator checks every tensor exactly).
+  // a kernel that produces its inputs: each input's device bytes are poisoned and then copied
+  // back, all inputs by one stream_copy kernel on the call's stream (check::InputProducer). The
+  // op's first kernel, had it touched any input before its griddepcontrol.wait, could see the
+  // poison, and NaN never passes (a later kernel of the op depends on the first: the emulator
+  // checks every kernel and tensor exactly).
   bool pdl = false;
 };
 

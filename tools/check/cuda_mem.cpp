@@ -124,17 +124,26 @@ Status run_on_new_stream(const std::function<Status(void*)>&) { return Status::U
 #endif
 
 DeviceMirror::~DeviceMirror() {
-  device_free(source_);
-  device_free(base_);
+  if (owned_) device_free(base_);
 }
 
-Status DeviceMirror::upload(const HostTensor& h) {
+size_t DeviceMirror::footprint(const HostTensor& h) {
+  const size_t bytes =
+      kGuardBytes + reinterpret_cast<uintptr_t>(h.view().data) % kAlignModulus + payload_bytes(h.view()) + kGuardBytes;
+  return (bytes + kAlignModulus - 1) / kAlignModulus * kAlignModulus;
+}
+
+Status DeviceMirror::upload(const HostTensor& h, uint8_t* storage) {
   payload_ = payload_bytes(h.view());
   offset_ = kGuardBytes + reinterpret_cast<uintptr_t>(h.view().data) % kAlignModulus;
-  const size_t total = offset_ + payload_ + kGuardBytes;
-  void* p = nullptr;
-  TEJAS_RETURN_IF_ERROR(device_alloc(&p, total));
-  base_ = static_cast<uint8_t*>(p);
+  const size_t total = footprint(h);
+  if (storage == nullptr) {
+    void* p = nullptr;
+    TEJAS_RETURN_IF_ERROR(device_alloc(&p, total));
+    owned_ = true;
+    storage = static_cast<uint8_t*>(p);
+  }
+  base_ = storage;
   TEJAS_RETURN_IF_ERROR(device_fill(base_, kGuardByte, total));
   TEJAS_RETURN_IF_ERROR(copy_to_device(base_ + offset_, h.view().data, payload_));
   view_ = h.view();
@@ -144,28 +153,43 @@ Status DeviceMirror::upload(const HostTensor& h) {
   return Status::Ok();
 }
 
-Status DeviceMirror::make_source() {
-  if (source_ != nullptr || payload_ == 0) return Status::Ok();
-  // The guards (kGuardBytes >= 16 on each side) hold the span's rounding: copied back as they are.
-  span_lo_ = offset_ / probe::kVecBytes * probe::kVecBytes;
-  span_hi_ = (offset_ + payload_ + probe::kVecBytes - 1) / probe::kVecBytes * probe::kVecBytes;
+InputProducer::~InputProducer() {
+  device_free(source_);
+  device_free(block_);
+}
+
+Status InputProducer::upload(const std::vector<const HostTensor*>& hosts, const std::vector<DeviceMirror*>& mirrors) {
+  if (hosts.size() != mirrors.size() || block_ != nullptr) return Status::Internal("InputProducer::upload: misuse");
+  for (const HostTensor* h : hosts) bytes_ += DeviceMirror::footprint(*h);
+  if (bytes_ == 0) return Status::Ok();
   void* p = nullptr;
-  TEJAS_RETURN_IF_ERROR(device_alloc(&p, span_hi_ - span_lo_));
+  TEJAS_RETURN_IF_ERROR(device_alloc(&p, bytes_));
+  block_ = static_cast<uint8_t*>(p);
+  size_t at = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    TEJAS_RETURN_IF_ERROR(mirrors[i]->upload(*hosts[i], block_ + at));
+    at += DeviceMirror::footprint(*hosts[i]);
+    mirrors_.push_back(mirrors[i]);
+  }
+  TEJAS_RETURN_IF_ERROR(device_alloc(&p, bytes_));
   source_ = static_cast<uint8_t*>(p);
-  TEJAS_RETURN_IF_ERROR(copy_device_to_device(source_, base_ + span_lo_, span_hi_ - span_lo_));
+  TEJAS_RETURN_IF_ERROR(copy_device_to_device(source_, block_, bytes_));
   // Once eagerly, on the legacy stream: stream_copy's first-call queries happen outside any capture.
   return produce(nullptr);
 }
 
-Status DeviceMirror::produce(void* stream) const {
+Status InputProducer::produce(void* stream) const {
   if (source_ == nullptr) return Status::Ok();
-  TEJAS_RETURN_IF_ERROR(device_fill_async(base_ + offset_, kProducedPoison, payload_, stream));
+  for (const DeviceMirror* m : mirrors_) {
+    if (m->payload_size() > 0)
+      TEJAS_RETURN_IF_ERROR(device_fill_async(m->payload(), kProducedPoison, m->payload_size(), stream));
+  }
   ExecContext ctx;
   ctx.backend = Backend::cuda;
   ctx.stream = stream;
-  const auto bytes = static_cast<int64_t>(span_hi_ - span_lo_);
+  const auto bytes = static_cast<int64_t>(bytes_);  // a multiple of 256: whole 16-byte vectors
   const TensorView src = TensorView::contiguous(source_, DType::u8, {bytes}, Device::cuda);
-  const TensorView dst = TensorView::contiguous(base_ + span_lo_, DType::u8, {bytes}, Device::cuda);
+  const TensorView dst = TensorView::contiguous(block_, DType::u8, {bytes}, Device::cuda);
   return probe::stream_copy(ctx, src, dst, probe::StreamCopyOptions{});
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "check/host_tensor.h"
 #include "tejas/status.h"
@@ -51,28 +52,51 @@ class DeviceMirror {
   DeviceMirror(const DeviceMirror&) = delete;
   DeviceMirror& operator=(const DeviceMirror&) = delete;
 
-  Status upload(const HostTensor& h);    // allocates, copies, writes the guards
+  // Device bytes upload(h, storage) takes: guards, the address modulo 256 and the payload, rounded
+  // up to a multiple of 256 (so that mirrors placed one after another keep their alignment).
+  static size_t footprint(const HostTensor& h);
+  // Allocates (storage null) or uses `storage` (footprint(h) bytes, 256-byte aligned, owned by the
+  // caller and outliving the mirror), then writes the guards and copies the payload.
+  Status upload(const HostTensor& h, uint8_t* storage = nullptr);
   Status download(HostTensor& h) const;  // copies back into h (same dtype, shape, padding)
   Status guards_intact(bool* intact) const;
-  // Producer-consumer checks (RunOptions::pdl). make_source() keeps a second device copy of the
-  // payload's 16-byte-aligned span (once, after upload, before any capture) and produces once on
-  // the legacy stream (stream_copy's first-call queries outside any capture); produce(stream)
-  // then overwrites the payload with kProducedPoison and copies the span back from that copy with
-  // probe::stream_copy, a kernel, on `stream` (capturable: no allocation, no synchronization).
-  // A call launched right after it as a programmatic dependent overlaps that kernel, so a kernel
-  // that read the tensor before its griddepcontrol.wait could see the poison.
-  static constexpr uint8_t kProducedPoison = 0xFF;
-  Status make_source();
-  Status produce(void* stream) const;
   const TensorView& view() const { return view_; }  // the host view, with data on the device
+  uint8_t* payload() const { return base_ + offset_; }
+  size_t payload_size() const { return payload_; }
 
  private:
   uint8_t* base_ = nullptr;  // guard (offset_ bytes) + payload + guard
-  uint8_t* source_ = nullptr;  // make_source(): bytes [span_lo_, span_hi_) of base_
-  size_t span_lo_ = 0, span_hi_ = 0;
+  bool owned_ = false;       // base_ was allocated by upload()
   size_t offset_ = 0;        // payload start: kGuardBytes + host address % 256
   size_t payload_ = 0;
   TensorView view_;
+};
+
+// The producer of a case's inputs for the producer-consumer checks (RunOptions::pdl). upload()
+// places every input's mirror in one device block and keeps a second copy of that block (once,
+// before any capture), then produces once on the legacy stream (stream_copy's first-call queries
+// outside any capture). produce(stream) overwrites every input's payload with kProducedPoison
+// (memsets) and copies the whole block back from that copy with one probe::stream_copy kernel on
+// `stream` (capturable: no allocation, no synchronization). A call launched right after it as a
+// programmatic dependent overlaps that kernel, which writes every one of its inputs, so any of its
+// kernels that read an input before its griddepcontrol.wait could see the poison.
+class InputProducer {
+ public:
+  static constexpr uint8_t kProducedPoison = 0xFF;
+  InputProducer() = default;
+  ~InputProducer();
+  InputProducer(const InputProducer&) = delete;
+  InputProducer& operator=(const InputProducer&) = delete;
+
+  // mirrors[i] gets hosts[i]'s upload, inside the block; both vectors the same length.
+  Status upload(const std::vector<const HostTensor*>& hosts, const std::vector<DeviceMirror*>& mirrors);
+  Status produce(void* stream) const;
+
+ private:
+  uint8_t* block_ = nullptr;   // the mirrors, one after another
+  uint8_t* source_ = nullptr;  // the block as uploaded
+  size_t bytes_ = 0;
+  std::vector<const DeviceMirror*> mirrors_;
 };
 
 // Bytes spanned by a HostTensor's view (from its first element to one past its last).
