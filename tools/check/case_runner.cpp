@@ -89,9 +89,10 @@ CaseResult run_on_device(const Case& c, const ExecContext& ctx, bool graph,
   std::string why;
   if (!cuda_available(&why)) return result(c, Verdict::unsupported, "cuda backend not available: " + why);
   auto got = clone_all(c);
-  std::vector<std::unique_ptr<DeviceMirror>> dev;
-  // RunOptions::pdl: the inputs (and in-out tensors) live in the producer's block.
+  // RunOptions::pdl: the inputs (and in-out tensors) live in the producer's block, which outlives
+  // their mirrors.
   InputProducer producer;
+  std::vector<std::unique_ptr<DeviceMirror>> dev;
   std::vector<const HostTensor*> produced;
   std::vector<DeviceMirror*> produced_mirrors;
   Args args;

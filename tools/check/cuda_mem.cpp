@@ -134,9 +134,13 @@ size_t DeviceMirror::footprint(const HostTensor& h) {
 }
 
 Status DeviceMirror::upload(const HostTensor& h, uint8_t* storage) {
+  if (owned_) device_free(base_);
+  base_ = nullptr;
+  owned_ = false;
   payload_ = payload_bytes(h.view());
   offset_ = kGuardBytes + reinterpret_cast<uintptr_t>(h.view().data) % kAlignModulus;
   const size_t total = footprint(h);
+  footprint_ = total;
   if (storage == nullptr) {
     void* p = nullptr;
     TEJAS_RETURN_IF_ERROR(device_alloc(&p, total));
@@ -165,8 +169,10 @@ Status InputProducer::upload(const std::vector<const HostTensor*>& hosts, const 
   void* p = nullptr;
   TEJAS_RETURN_IF_ERROR(device_alloc(&p, bytes_));
   block_ = static_cast<uint8_t*>(p);
+  // Last input first: the copy restores the block in address order, so the first input (x, q,
+  // codes), the op's first read, is restored last.
   size_t at = 0;
-  for (size_t i = 0; i < hosts.size(); ++i) {
+  for (size_t i = hosts.size(); i-- > 0;) {
     TEJAS_RETURN_IF_ERROR(mirrors[i]->upload(*hosts[i], block_ + at));
     at += DeviceMirror::footprint(*hosts[i]);
     mirrors_.push_back(mirrors[i]);
@@ -196,9 +202,10 @@ Status InputProducer::produce(void* stream) const {
 Status DeviceMirror::download(HostTensor& h) const { return copy_to_host(h.view().data, base_ + offset_, payload_); }
 
 Status DeviceMirror::guards_intact(bool* intact) const {
-  std::vector<uint8_t> head(offset_), tail(kGuardBytes);
+  // The tail runs to the footprint's end (the rounding bytes too).
+  std::vector<uint8_t> head(offset_), tail(footprint_ - offset_ - payload_);
   TEJAS_RETURN_IF_ERROR(copy_to_host(head.data(), base_, offset_));
-  TEJAS_RETURN_IF_ERROR(copy_to_host(tail.data(), base_ + offset_ + payload_, kGuardBytes));
+  TEJAS_RETURN_IF_ERROR(copy_to_host(tail.data(), base_ + offset_ + payload_, tail.size()));
   *intact = true;
   for (uint8_t b : head)
     if (b != kGuardByte) *intact = false;

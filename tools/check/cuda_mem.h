@@ -69,17 +69,21 @@ class DeviceMirror {
   bool owned_ = false;       // base_ was allocated by upload()
   size_t offset_ = 0;        // payload start: kGuardBytes + host address % 256
   size_t payload_ = 0;
+  size_t footprint_ = 0;  // footprint(h) of the uploaded tensor
   TensorView view_;
 };
 
 // The producer of a case's inputs for the producer-consumer checks (RunOptions::pdl). upload()
-// places every input's mirror in one device block and keeps a second copy of that block (once,
+// places every input's mirror in one device block (the last input first: the copy restores the
+// block in address order, so the first input is restored last) and keeps a second copy of it (once,
 // before any capture), then produces once on the legacy stream (stream_copy's first-call queries
 // outside any capture). produce(stream) overwrites every input's payload with kProducedPoison
 // (memsets) and copies the whole block back from that copy with one probe::stream_copy kernel on
 // `stream` (capturable: no allocation, no synchronization). A call launched right after it as a
-// programmatic dependent overlaps that kernel, which writes every one of its inputs, so any of its
-// kernels that read an input before its griddepcontrol.wait could see the poison.
+// programmatic dependent overlaps that kernel, which writes every one of its inputs, so its first
+// kernel, had it read an input before its griddepcontrol.wait, could see the poison (in a block
+// larger than the copy's first wave of CTAs, a few MB, the first bytes are restored before the
+// call can launch: the check cases' blocks hold at most 0.4 MB).
 class InputProducer {
  public:
   static constexpr uint8_t kProducedPoison = 0xFF;

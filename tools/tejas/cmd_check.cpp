@@ -26,11 +26,11 @@ constexpr const char* kHelp =
     "that cannot be captured fails its case (so does every case under TEJAS_DEBUG_CHECKS=1, whose\n"
     "checks copy to the host and synchronize).\n"
     "--pdl (cuda; the default backend with it): each call runs with programmatic dependent launch\n"
-    "(ExecContext::pdl) right after kernels that produce its inputs: every input's device bytes are\n"
+    "(ExecContext::pdl) right after a kernel that writes all its inputs: every input's device bytes are\n"
     "poisoned, then copied back together by one stream_copy kernel on the call's stream, so an op's\n"
     "first kernel that touched any input before its griddepcontrol.wait could read the poison (the\n"
-    "emulator checks every kernel and tensor exactly). With --graph too, the\n"
-    "producers and the call are captured together (programmatic graph edges).\n"
+    "emulator checks every kernel and tensor exactly). With --graph too, the producer and the call\n"
+    "are captured together (a programmatic graph edge).\n"
     "--backend reference: comparing the reference with itself would be meaningless, so each case\n"
     "passes only if the reference call succeeds, writes no byte outside its outputs and leaves every\n"
     "output finite (infinities only where the case expects them, e.g. lse = -inf).\n";
@@ -83,8 +83,8 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 
   out << "tejas check: backend " << backend_name(backend) << (graph ? " (each call from a captured CUDA graph)" : "")
-      << (pdl ? " (programmatic dependent launch after its inputs' producers)" : "")
-      << ", " << check::seed_note(seed) << "\n";
+      << (pdl ? " (programmatic dependent launch after its inputs' producer)" : "") << ", " << check::seed_note(seed)
+      << "\n";
   if (backend == Backend::cuda && !have_cuda)
     out << "cuda backend not available (" << why_no_cuda << "): every case reports unsupported\n";
 

@@ -37,7 +37,7 @@ struct Report {
   bool has_checks = false;
   std::string check_backend;
   bool check_graph = false;  // cuda: each call run from a captured CUDA graph (tejas check --graph)
-  bool check_pdl = false;    // cuda: programmatic dependent launch after the inputs' producers (--pdl)
+  bool check_pdl = false;    // cuda: programmatic dependent launch after the inputs' producer (--pdl)
   uint64_t seed = 0;
   std::vector<check::CaseResult> checks;
 };
