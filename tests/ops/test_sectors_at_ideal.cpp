@@ -190,7 +190,7 @@ TEST(SectorsAtIdeal, Activation) {
   }
 }
 
-// f16 activations, and the fp8 fusion with ue8m0 scales.
+// f16 activations into every fused output: fp8 with ue8m0 and f32 scales, mxfp4, nvfp4.
 TEST(SectorsAtIdeal, ActivationF16AndUe8m0) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, F = 4096;
@@ -202,9 +202,16 @@ TEST(SectorsAtIdeal, ActivationF16AndUe8m0) {
   Buf q = make(DType::e4m3, {T, F}, rng), s = make(DType::ue8m0, {T, F / 128}, rng);
   ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s.v).ok());
   expect_ideal("silu_mul_quant_fp8_group f16 ue8m0", bytes(x), bytes(q) + bytes(s));
+  Buf s32 = make(DType::f32, {T, F / 128}, rng);
+  ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s32.v).ok());
+  expect_ideal("silu_mul_quant_fp8_group f16 f32", bytes(x), bytes(q) + bytes(s32));
   Buf q4 = make(DType::e2m1, {T, F}, rng), s4 = make(DType::ue8m0, {T, F / 32}, rng);
   ASSERT_TRUE(silu_mul_quant_mx(emulator(), MxFormat::mxfp4, x.v, q4.v, s4.v).ok());
   expect_ideal("silu_mul_quant_mx mxfp4 f16", bytes(x), bytes(q4) + bytes(s4));
+  Buf sn = make(DType::e4m3, {T, F / 16}, rng), ts = make(DType::f32, {1}, rng);
+  *static_cast<float*>(ts.v.data) = 0.5f;  // tensor_scale: > 0, finite
+  ASSERT_TRUE(silu_mul_quant_mx(emulator(), MxFormat::nvfp4, x.v, q4.v, sn.v, ts.v).ok());
+  expect_ideal("silu_mul_quant_mx nvfp4 f16", bytes(x) + bytes(ts), bytes(q4) + bytes(sn));
 }
 
 TEST(SectorsAtIdeal, Quant) {
@@ -313,6 +320,7 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
     EXPECT_EQ(t.excess_store, 0u) << "mrope";
     EXPECT_EQ(t.read, qk + cos_rows + bytes(pos3)) << "mrope";  // one row's worth, from 3 rows
     EXPECT_EQ(t.written, qk) << "mrope";
+    EXPECT_EQ(t.bank_conflicts, 0u) << "mrope";
   }
 
   Buf slots = make(DType::i64, {T}, rng);
@@ -333,7 +341,13 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
     expect_ideal("rope_kv_cache_write " + std::string(dtype_name(cd)),
                  qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
                  qk + 2 * T * Hk * D);
+    // The cache write alone: k and v read once, one code per element written.
+    ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc8).ok());
+    expect_ideal("kv_cache_write " + std::string(dtype_name(cd)),
+                 bytes(k) + bytes(v) + bytes(slots) + bytes(ks) + bytes(vs), 2 * T * Hk * D);
   }
+  ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok());
+  expect_ideal("kv_cache_write", bytes(k) + bytes(v) + bytes(slots), 2 * bytes(k));
 
   // Split in two launches (TEJAS_TUNE rope.kv_split=2; by default from 16 MiB): each half reads
   // the positions and cos/sin rows, once each; everything else as fused.

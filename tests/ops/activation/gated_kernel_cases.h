@@ -1,19 +1,20 @@
 // One gated-activation kernel case run on the emulator (and the GPU when there is one) against
 // the reference backend: shapes with tails, padded and misaligned rows, counters.
 #pragma once
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 #include "ops/activation/config.h"
-#include "ops/activation/launch.h"
 #include "ops/activation/kernel_test_util.h"
+#include "ops/activation/launch.h"
 #include "runtime/alignment.h"
 #include "runtime/tune.h"
+#include "support/poison.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 
@@ -153,7 +154,8 @@ inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const Gat
 // of the -80 switch to the accurate scaled path (silu g = -79.5 / -80.5; clamped silu,
 // alpha 1.702, g = -46.9 / -47.1; gelu_tanh, 2z = -80 at g ~ -9.65: -9.6 / -9.7), tiny results;
 // each element against the reference (16-bit: one ulp), on the emulator and on the GPU when
-// there is one (the real __expf / __fdividef).
+// there is one (the real __expf / __fdividef), under each poison byte (the default 0xFF already
+// reads as NaN).
 inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluMulOptions& o = {}) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   constexpr int64_t F = 24;
@@ -164,26 +166,28 @@ inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluM
   detail::Tune t;
   t.activation_fast_math = 1;
   const detail::ScopedTuneOverride variant(t);
-  for (DType dt : {DType::bf16, DType::f16}) {
-    check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
-    for (int64_t f = 0; f < F; ++f) {
-      x.set({0, f}, gates[f]);
-      x.set({0, F + f}, ups[f]);
+  testsupport::for_each_poison([&] {
+    for (DType dt : {DType::bf16, DType::f16}) {
+      check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
+      for (int64_t f = 0; f < F; ++f) {
+        x.set({0, f}, gates[f]);
+        x.set({0, F + f}, ups[f]);
+      }
+      ASSERT_TRUE(call(ctx_of(Backend::reference), x.view(), want.view()).ok());
+      ASSERT_TRUE(call(ctx_of(Backend::emulator), x.view(), out.view()).ok());
+      EXPECT_TRUE(act::last_gated_config().fast_math) << dtype_name(dt);
+      EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << dtype_name(dt);
+      if (!check::cuda_available()) continue;
+      check::HostTensor got(dt, {1, F});
+      check::DeviceMirror dx, dout;
+      ASSERT_TRUE(dx.upload(x).ok() && dout.upload(got).ok());
+      ASSERT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok());
+      ASSERT_TRUE(check::device_synchronize().ok());
+      ASSERT_TRUE(dout.download(got).ok());
+      EXPECT_TRUE(act::last_gated_config().fast_math) << "cuda " << dtype_name(dt);
+      EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << dtype_name(dt);
     }
-    ASSERT_TRUE(call(ctx_of(Backend::reference), x.view(), want.view()).ok());
-    ASSERT_TRUE(call(ctx_of(Backend::emulator), x.view(), out.view()).ok());
-    EXPECT_TRUE(act::last_gated_config().fast_math) << dtype_name(dt);
-    EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << dtype_name(dt);
-    if (!check::cuda_available()) continue;
-    check::HostTensor got(dt, {1, F});
-    check::DeviceMirror dx, dout;
-    ASSERT_TRUE(dx.upload(x).ok() && dout.upload(got).ok());
-    ASSERT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok());
-    ASSERT_TRUE(check::device_synchronize().ok());
-    ASSERT_TRUE(dout.download(got).ok());
-    EXPECT_TRUE(act::last_gated_config().fast_math) << "cuda " << dtype_name(dt);
-    EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << dtype_name(dt);
-  }
+  });
 }
 
 }  // namespace tejas::acttest

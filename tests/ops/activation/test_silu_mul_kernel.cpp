@@ -160,7 +160,8 @@ TEST(SiluMulKernel, FarNegativeArgumentsWithHugeUpDoNotOverflow) {
   EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
 }
 
-// The header's non-finite cases, on the kernel: each against the reference element.
+// The header's non-finite cases, on the kernel: each against the reference element, under each
+// poison byte (the default 0xFF already reads as NaN: an unwritten NaN element would pass).
 TEST(SiluMulKernel, NonFiniteAsReference) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   const double gates[] = {kNaN, 1.0, kInf, -kInf, -kInf, kInf, 1e30, -1e30, 0.0, -0.0, -9.0, 9.0};
@@ -169,21 +170,23 @@ TEST(SiluMulKernel, NonFiniteAsReference) {
   const detail::ScopedTuneOverride defaults(detail::Tune{});  // the fast math, whatever TEJAS_TUNE says
   // F = 10 takes the element-wide kernels; F = 16 the 16-byte ones, whose fast math clamps x's
   // 16-bit words by min / max.NaN (clamped SwiGLU at limit 7).
-  for (int64_t F : {int64_t{10}, int64_t{16}})
-  for (const SiluMulOptions& o : {SiluMulOptions{}, clamped(7.0, 1.702)})
-    for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
-      check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
-      for (int64_t f = 0; f < F; ++f) {
-        x.set({0, f}, f < kCases ? gates[f] : 0.5);
-        x.set({0, F + f}, f < kCases ? ups[f] : 0.5);
-      }
-      ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
-      ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
-      EXPECT_EQ(act::last_gated_config().fast_math, F == 16 && dt != DType::f32) << F;
-      EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(),
-                                    o.clamped ? Which::silu_clamped : Which::silu, o))
-          << dtype_name(dt) << (o.clamped ? " clamped" : "");
-    }
+  testsupport::for_each_poison([&] {
+    for (int64_t F : {int64_t{10}, int64_t{16}})
+      for (const SiluMulOptions& o : {SiluMulOptions{}, clamped(7.0, 1.702)})
+        for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+          check::HostTensor x(dt, {1, 2 * F}), out(dt, {1, F}), want(dt, {1, F});
+          for (int64_t f = 0; f < F; ++f) {
+            x.set({0, f}, f < kCases ? gates[f] : 0.5);
+            x.set({0, F + f}, f < kCases ? ups[f] : 0.5);
+          }
+          ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
+          ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
+          EXPECT_EQ(act::last_gated_config().fast_math, F == 16 && dt != DType::f32) << F;
+          EXPECT_TRUE(
+              matches_reference(out.view(), want.view(), x.view(), o.clamped ? Which::silu_clamped : Which::silu, o))
+              << dtype_name(dt) << (o.clamped ? " clamped" : "");
+        }
+  });
 }
 
 TEST(SiluMulKernel, CudaMatchesReference) {

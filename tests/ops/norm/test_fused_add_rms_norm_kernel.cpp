@@ -13,6 +13,7 @@
 #include "ops/norm/kernel_cases.h"
 #include "ops/norm/launch.h"
 #include "runtime/tune.h"
+#include "support/poison.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -50,6 +51,13 @@ std::vector<NormCase> fp8_and_misaligned_cases() {
     v.push_back(c);
   }
   v.push_back(fused(DType::f16, DType::f32, DType::f32, DType::e4m3, {3, 72, 3}));
+  // f32 x into fp8 (norm.h allows it): a short row and a CTA row, both scale modes.
+  for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor})
+    for (const Shape& s : {Shape{3, 72, 3}, Shape{2, 2056, 0}}) {
+      NormCase c = fused(DType::f32, DType::f32, DType::f32, DType::e4m3, s);
+      c.mode = m;
+      v.push_back(c);
+    }
   // Static scales whose reciprocal is not a normal f32 number (Inf, subnormal): the kernel
   // divides there instead of multiplying by 1 / s (every code saturates, or is 0). y = 0 in
   // element 0 of each row: 0 * (1 / 1e-39) would be NaN, 0 / 1e-39 is 0.
@@ -75,8 +83,12 @@ void run_all(Backend b, const std::vector<NormCase>& cases) {
 
 TEST(FusedAddRmsNormKernel, MatchesReference) { run_all(Backend::emulator, plain_cases()); }
 TEST(FusedAddRmsNormKernel, Fp8AndMisaligned) { run_all(Backend::emulator, fp8_and_misaligned_cases()); }
+// The widest row: bf16, f16 (with an f32 residual) and f32, and bf16 into fp8.
 TEST(FusedAddRmsNormKernel, LargestHidden) {
-  run_all(Backend::emulator, {fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0})});
+  run_all(Backend::emulator, {fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0}),
+                              fused(DType::f16, DType::f16, DType::f32, DType::f16, {2, 16384, 0}),
+                              fused(DType::f32, DType::f32, DType::f32, DType::f32, {1, 16384, 0}),
+                              fused(DType::bf16, DType::f32, DType::bf16, DType::e4m3, {2, 16384, 0})});
 }
 
 // f32 x into a bf16 residual: the sum must round once. x = a bf16 midpoint (1 + 2^-8 between 1
@@ -98,7 +110,8 @@ TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
 // (row 0: NaN residual element, all-NaN output row), a sum that overflows the residual's dtype
 // (row 1: Inf stored; rsqrt(Inf) = 0 makes the row 0, with NaN = Inf * 0 at that column), an Inf
 // weight (column 3 of every row: +-Inf or NaN output there), finite rows unharmed. Kernel against reference: the same
-// values (NaN where NaN, the same infinities), finite outputs within 1 ulp.
+// values (NaN where NaN, the same infinities), finite outputs within 1 ulp. The caller runs it
+// under each poison byte: under the default 0xFF an unwritten output already reads as NaN.
 void run_non_finite(Backend b, check::Rng& rng) {
   struct Case {
     int64_t T, H, shift;
@@ -133,7 +146,7 @@ void run_non_finite(Backend b, check::Rng& rng) {
 
 TEST(FusedAddRmsNormKernel, NonFiniteRows) {
   TEJAS_SEEDED_TEST_RNG();
-  run_non_finite(Backend::emulator, rng);
+  testsupport::for_each_poison([&] { run_non_finite(Backend::emulator, rng); });
 }
 
 // x and the residual in one 16-bit dtype (the packed add, NormParams::packed_add) on sums at the
@@ -240,7 +253,7 @@ TEST(FusedAddRmsNormKernelCuda, PackedAddHardSums) {
 TEST(FusedAddRmsNormKernelCuda, NonFiniteRows) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
-  run_non_finite(Backend::cuda, rng);
+  testsupport::for_each_poison([&] { run_non_finite(Backend::cuda, rng); });
 }
 
 TEST(FusedAddRmsNormKernel, EmulatorCounters) {

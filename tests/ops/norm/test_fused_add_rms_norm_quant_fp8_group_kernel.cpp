@@ -13,10 +13,11 @@
 
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
-#include "ops/norm/launch.h"
 #include "ops/norm/kernel_harness.h"
+#include "ops/norm/launch.h"
 #include "ops/norm/quant_math.h"
 #include "runtime/tune.h"
+#include "support/poison.h"
 #include "support/seed.h"
 #include "tejas/norm.h"
 
@@ -146,7 +147,9 @@ TEST(FusedAddRmsNormQuantFp8GroupKernel, MatchesReference) { run_all(Backend::em
 
 TEST(FusedAddRmsNormQuantFp8GroupKernel, LargestHidden) {
   run_all(Backend::emulator, {{DType::bf16, DType::bf16, DType::bf16, DType::f32, 1, 16384},
-                              {DType::bf16, DType::bf16, DType::bf16, DType::ue8m0, 1, 16384, 0, 1}});
+                              {DType::bf16, DType::bf16, DType::bf16, DType::ue8m0, 1, 16384, 0, 1},
+                              {DType::f16, DType::f16, DType::f32, DType::f32, 2, 16384},
+                              {DType::f32, DType::f32, DType::bf16, DType::ue8m0, 1, 16384}});
 }
 
 // The reference's non-finite rules on every kernel path: a NaN in x (row 0: the sum of squares
@@ -177,15 +180,20 @@ void poke_non_finite(HostTensor& x, HostTensor& res, HostTensor& w) {
   }
 }
 
+// Under each poison byte: with the default 0xFF an unwritten scale or code already reads as NaN.
 TEST(FusedAddRmsNormQuantFp8GroupKernel, NonFiniteAndZeroRows) {
   TEJAS_SEEDED_TEST_RNG();
-  for (const QCase& c : non_finite_cases()) check_case(Backend::emulator, c, rng, poke_non_finite);
+  testsupport::for_each_poison([&] {
+    for (const QCase& c : non_finite_cases()) check_case(Backend::emulator, c, rng, poke_non_finite);
+  });
 }
 
 TEST(FusedAddRmsNormQuantFp8GroupKernelCuda, NonFiniteAndZeroRows) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
-  for (const QCase& c : non_finite_cases()) check_case(Backend::cuda, c, rng, poke_non_finite);
+  testsupport::for_each_poison([&] {
+    for (const QCase& c : non_finite_cases()) check_case(Backend::cuda, c, rng, poke_non_finite);
+  });
 }
 
 TEST(FusedAddRmsNormQuantFp8GroupKernel, EmulatorCounters) {

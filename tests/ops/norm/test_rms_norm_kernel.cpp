@@ -84,9 +84,17 @@ TEST(RmsNormKernel, InPlace) {
   run_all(Backend::emulator, v);
 }
 
+// The widest row, every x dtype, and the fp8 output (one scale over 16384 values, both modes).
 TEST(RmsNormKernel, LargestHidden) {
-  run_all(Backend::emulator, {{DType::bf16, DType::bf16, DType::bf16, 1, 16384, 0},
-                              {DType::f32, DType::f32, DType::f32, 1, 16384, 0}});
+  std::vector<NormCase> v = {{DType::bf16, DType::bf16, DType::bf16, 1, 16384, 0},
+                             {DType::f16, DType::f16, DType::f16, 2, 16384, 0},
+                             {DType::f32, DType::f32, DType::f32, 1, 16384, 0}};
+  for (Fp8ScaleMode m : {Fp8ScaleMode::dynamic_per_token, Fp8ScaleMode::static_per_tensor}) {
+    NormCase c{DType::bf16, DType::f32, DType::e4m3, 2, 16384, 0};
+    c.mode = m;
+    v.push_back(c);
+  }
+  run_all(Backend::emulator, v);
 }
 
 TEST(RmsNormKernel, AboveLargestHiddenIsUnsupported) {

@@ -82,6 +82,7 @@ void quant_random_shapes(check::Rng& rng) {
     }
   }
   run_random({DType::bf16, DType::f32, {1, 16384}}, rng);
+  run_random({DType::f16, DType::ue8m0, {2, 16384}}, rng);
   run_random({DType::bf16, DType::ue8m0, {2, 3, 256}}, rng);
 }
 }  // namespace
@@ -379,6 +380,7 @@ void dequant_random_shapes(check::Rng& rng) {
     }
   }
   run_dequant({DType::f32, DType::bf16, {1, 16384}}, rng);
+  run_dequant({DType::ue8m0, DType::f16, {2, 16384}}, rng);
   // 24 and 1536: group / vec (3, 192) not a power of two, through group_div's multiply and shift.
   for (int group : {1, 3, 4, 24, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
   run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
@@ -505,9 +507,11 @@ TEST(DequantFp8GroupKernel, DoubleRoundingHazards) {
   dequant_lone_hazards(rng);
 }
 
+// Under each poison byte: the NaN scales' and codes' outputs read as NaN under the default 0xFF
+// whether written or not.
 TEST(DequantFp8GroupKernel, SpecialScalesAndEveryCode) {
   TEJAS_SEEDED_TEST_RNG();
-  dequant_special_scales(rng);
+  testsupport::for_each_poison([&] { dequant_special_scales(rng); });
 }
 
 TEST(DequantFp8GroupKernel, CountersAtTheIdeal) {
@@ -548,7 +552,7 @@ TEST(DequantFp8GroupKernel, CudaMatchesReference) {
   dequant_random_shapes(rng);
   dequant_double_rounding_hazards(rng);
   dequant_lone_hazards(rng);
-  dequant_special_scales(rng);
+  testsupport::for_each_poison([&] { dequant_special_scales(rng); });
 }
 
 TEST(QuantFp8GroupKernel, CudaTunedVariantsMatchReference) {

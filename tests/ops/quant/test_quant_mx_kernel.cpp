@@ -98,14 +98,17 @@ void quant_random_shapes(check::Rng& rng) {
       run_random({f, xd, {21, 544}}, rng);
     }
     run_random({f, DType::bf16, {1, 16384}}, rng);
+    run_random({f, DType::f16, {2, 16384}}, rng);
     run_random({f, DType::bf16, {2, 3, 64}}, rng);
   }
 }
 }  // namespace
 
+// Under each poison byte: under the default 0xFF an unwritten fp4 nibble reads as -6 (e2m1 0xF),
+// a valid code, and an unwritten ue8m0 scale as its NaN code.
 TEST(QuantMxKernel, RandomShapesMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  quant_random_shapes(rng);
+  testsupport::for_each_poison([&] { quant_random_shapes(rng); });
 }
 
 void strided_and_misaligned(check::Rng& rng) {
@@ -197,7 +200,8 @@ void non_finite_zero_tiny_and_exponent_clamp(check::Rng& rng) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   for (MxFormat f : kFormats) {
-    for (DType xd : {DType::f32, DType::bf16}) {
+    // f16 x stores the huge block as +-Inf and the tiny one as zeros: other blocks, the same rules.
+    for (DType xd : {DType::f32, DType::bf16, DType::f16}) {
       for (int64_t misalign : {0, 4}) {
         const int64_t B = mx_block_size(f);
         const MxCase c{f, xd, {2, 6 * B}, 0, misalign};
@@ -661,6 +665,7 @@ void dequant_random_shapes(check::Rng& rng) {
       run_dequant(f, od, {13, 640}, rng);
     }
     run_dequant(f, DType::bf16, {1, 16384}, rng);
+    run_dequant(f, DType::f16, {2, 16384}, rng);
     run_dequant(f, DType::bf16, {4, 128}, rng, 8);
     run_dequant(f, DType::f32, {4, 128}, rng, 2);
     run_dequant(f, DType::bf16, {4, 128}, rng, 0, 2);
@@ -668,9 +673,11 @@ void dequant_random_shapes(check::Rng& rng) {
 }
 }  // namespace
 
+// Under each poison byte: the random codes and nvfp4 scales include NaN ones, whose outputs the
+// default 0xFF poison already reads as NaN.
 TEST(DequantMxKernel, RandomShapesMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  dequant_random_shapes(rng);
+  testsupport::for_each_poison([&] { dequant_random_shapes(rng); });
 }
 
 // As QuantMxKernel.LinearWalkOnlyWhereRowsLieEndToEnd, for dequant_mx: the linear walk (a vector
@@ -723,6 +730,7 @@ TEST(DequantMxKernel, CountersAtTheIdeal) {
   // Codes: 4 bytes per lane (4 sectors per warp); scales: 32 lanes x 8 outputs = 8 blocks, one sector.
   const uint64_t warps = static_cast<uint64_t>(M * K / 8 / 32);
   EXPECT_EQ(c.global_load_sectors, warps * 4 + warps);
+  EXPECT_EQ(c.bank_conflict_wavefronts(), 0u);
 }
 
 TEST(QuantMxKernel, BadTensorScaleRejectedBeforeAnyWrite) {
@@ -743,7 +751,7 @@ TEST(QuantMxKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   const ScopedKernelBackend cuda(Backend::cuda);
-  quant_random_shapes(rng);
+  testsupport::for_each_poison([&] { quant_random_shapes(rng); });
   strided_and_misaligned(rng);
   nvfp4_tensor_scale_extremes(rng);
   nvfp4_tensor_scale_at_range_ends(rng);
@@ -795,7 +803,7 @@ TEST(DequantMxKernel, CudaMatchesReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   const ScopedKernelBackend cuda(Backend::cuda);
-  dequant_random_shapes(rng);
+  testsupport::for_each_poison([&] { dequant_random_shapes(rng); });
   packed_fp4_dequant_every_scale_and_code();
   nvfp4_bf16_double_rounding_hazards(rng);
 }

@@ -1,21 +1,26 @@
 // kv_cache_write (the paged KV-cache write alone): every backend against independent expectations
 // - cache rows from the slot arithmetic, fp8 codes of the exact quotient (long double), skipped
 // tokens' and untouched rows kept poisoned, k and v unchanged - across dtypes, cache formats and
-// shapes with tails (D of 3, 6, 130: the one-element and 4-byte paths); the emulator's counters
-// (compulsory bytes, sector-ideal requests); validation naming the argument; index contents.
+// shapes with tails (D of 3, 6, 130: the one-element and 4-byte paths) and the widest row (Hk x D =
+// 16384); NaN / Inf / out-of-range values under each poison byte; the emulator's counters
+// (compulsory bytes, sector-ideal requests, no bank conflicts); validation naming the argument;
+// index contents.
 #include <gtest/gtest.h>
-
-#include <optional>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
 #include "ops/rope/kv_cache_test_util.h"
+#include "runtime/tune.h"
+#include "support/poison.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -28,13 +33,20 @@ namespace {
 constexpr int64_t kMaxPos = 8;  // make_kv_buffers builds a cos/sin cache kv_cache_write never reads
 
 // {T, Hq (unused), Hk, D, rotary (unused), num_blocks, block_size}.
-constexpr KvShape kShapes[] = {{1, 1, 1, 8, 2, 1, 1},   {5, 1, 2, 128, 2, 2, 4}, {21, 1, 3, 6, 2, 4, 8},
-                               {7, 1, 1, 3, 2, 3, 3},   {9, 1, 4, 130, 2, 3, 5}, {3, 1, 8, 72, 2, 1, 16},
-                               {2, 1, 600, 16, 2, 1, 2},   // 600 heads: more than one per head lane
+constexpr KvShape kShapes[] = {{1, 1, 1, 8, 2, 1, 1},
+                               {5, 1, 2, 128, 2, 2, 4},
+                               {21, 1, 3, 6, 2, 4, 8},
+                               {7, 1, 1, 3, 2, 3, 3},
+                               {9, 1, 4, 130, 2, 3, 5},
+                               {3, 1, 8, 72, 2, 1, 16},
+                               {2, 1, 600, 16, 2, 1, 2},  // 600 heads: more than one per head lane
                                // Rows of more vectors than a group has threads, with column counts
                                // that are not powers of two (kv_write_kernel's general loop: 65
                                // 4-byte columns x 100 heads, 9 16-byte columns x 80 heads).
-                               {3, 1, 100, 130, 2, 2, 3}, {4, 1, 80, 72, 2, 2, 5}};
+                               {3, 1, 100, 130, 2, 2, 3},
+                               {4, 1, 80, 72, 2, 2, 5},
+                               // The widest row the issue names: Hk x D = 128 x 128 = 16384.
+                               {2, 1, 128, 128, 2, 2, 2}};
 
 // kv_cache_write of b's k and v into b's caches on `backend` (cuda: through device copies, the
 // caches downloaded after).
@@ -69,13 +81,14 @@ const emu::LaunchReport* emulate_write(const TensorView& k, const TensorView& v,
 }
 
 // A write's counters: no findings, `read` and `written` unique global bytes, every request
-// sector-ideal.
+// sector-ideal, no shared-memory bank conflicts (the pipelined kernel stages rows there).
 void expect_counters(const emu::LaunchReport& rep, uint64_t read, uint64_t written) {
   EXPECT_TRUE(rep.ok()) << rep.summary();
   EXPECT_EQ(rep.counters.global_bytes_read_unique, read);
   EXPECT_EQ(rep.counters.global_bytes_written_unique, written);
   EXPECT_EQ(rep.counters.excess_load_sectors(), 0u);
   EXPECT_EQ(rep.counters.excess_store_sectors(), 0u);
+  EXPECT_EQ(rep.counters.bank_conflict_wavefronts(), 0u);
 }
 
 void run(check::Rng& rng, const KvShape& s, DType dt, DType cache_dt, Backend backend) {
@@ -501,6 +514,73 @@ TEST(KvCacheWrite, LongRowsTakeTheGeneralLoop) {
     const rotary::RopeLaunch l = rotary::last_launch();
     EXPECT_TRUE(l.params.kv_loads_first);
     EXPECT_LT(int64_t{l.config.col_threads} * l.config.head_lanes, s.Hk * (s.D / l.config.vec)) << "Hk " << s.Hk << " D " << s.D;
+  }
+}
+
+// NaN, +-Inf and values past the fp8 range in k and v: caches in k's dtype receive the bits;
+// fp8 caches NaN codes (sign unspecified) and saturated +-max codes, as the reference writes.
+// On the default kernel (rope.pipeline=1: kv_write_kernel) and the pipelined one
+// (rope.pipeline=3: kv_pipe_kernel), the GPU too when present, under
+// each poison byte: the default 0xFF is a NaN in every cache dtype, so an unwritten element
+// would pass there.
+TEST(KvCacheWrite, NonFiniteValuesAsReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  const KvShape s{3, 1, 2, 64, 2, 2, 4};  // 8 slots, every token cached; 16 vectors of 8 per token
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (int pipeline : {1, 3}) {
+    detail::Tune t;
+    t.rope_pipeline = pipeline;
+    const detail::ScopedTuneOverride tune(t);
+    testsupport::for_each_poison([&] {
+      for (Backend backend : backends)
+        for (DType dt : {DType::bf16, DType::f16})
+          for (DType cache_dt : {dt, DType::e4m3, DType::e5m2}) {
+            SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " -> " << dtype_name(cache_dt) << " on "
+                                              << backend_name(backend) << " rope.pipeline=" << pipeline);
+            KvBuffers b = ropetest::make_kv_buffers(rng, s, dt, cache_dt, DType::f32, kMaxPos, 0);
+            for (int64_t tok = 0; tok < s.T; ++tok) {
+              b.k.set({tok, 0, 1 + tok}, kNaN);
+              b.k.set({tok, 1, 7}, kInf);
+              b.v.set({tok, 0, 2}, -kInf);
+              b.v.set({tok, 1, 60 - tok}, kNaN);
+              b.v.set({tok, 1, 9}, tok % 2 ? -6e4 : 6e4);  // finite in f16 / bf16; past fp8's max x 0.02
+            }
+            KvBuffers want = b;
+            ExecContext ref;
+            ref.backend = Backend::reference;
+            TEJAS_ASSERT_OK(kv_cache_write(ref, want.k, want.v, want.slots, want.paged()));
+            write_caches(b, backend);
+            if (backend == Backend::emulator) {
+              EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3);
+            }
+            for (auto [got, exp, name] :
+                 {std::tuple{&b.k_cache, &want.k_cache, "k_cache"}, {&b.v_cache, &want.v_cache, "v_cache"}}) {
+              int bad = 0;
+              for (int64_t i = 0; i < got->numel() && bad < 5; ++i) {
+                const uint64_t g = got->bits_flat(i), w = exp->bits_flat(i);
+                if (g == w || (std::isnan(got->get_flat(i)) && std::isnan(exp->get_flat(i)))) continue;
+                ++bad;
+                ADD_FAILURE() << name << " element " << i << ": got 0x" << std::hex << g << " want 0x" << w;
+              }
+              EXPECT_TRUE(got->guards_intact()) << name;
+            }
+            // The reference's rules, stated: NaN stays NaN, Inf and 6e4 saturate (fp8) or copy.
+            const double big = cache_dt == dt ? kInf : cache_dt == DType::e4m3 ? 448.0 : 57344.0;
+            for (int64_t tok = 0; tok < s.T; ++tok) {
+              const auto slot = static_cast<int64_t>(b.slots.get({tok}));
+              const int64_t blk = slot / s.block_size, off = slot % s.block_size;
+              EXPECT_TRUE(std::isnan(b.k_cache.get({blk, off, 0, 1 + tok}))) << tok;
+              EXPECT_TRUE(std::isnan(b.v_cache.get({blk, off, 1, 60 - tok}))) << tok;
+              EXPECT_EQ(b.k_cache.get({blk, off, 1, 7}), big) << tok;
+              EXPECT_EQ(b.v_cache.get({blk, off, 0, 2}), -big) << tok;
+              if (cache_dt != dt) {
+                EXPECT_EQ(b.v_cache.get({blk, off, 1, 9}), tok % 2 ? -big : big) << tok;
+              }
+            }
+          }
+    });
   }
 }
 

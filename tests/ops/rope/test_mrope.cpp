@@ -55,20 +55,23 @@ HostTensor expected(const HostTensor& x, const HostTensor& pos, const HostTensor
 struct Shape {
   int64_t T, Hq, Hk, D, rotary;
   MropeSection section;
+  int64_t pad = 0;  // extra elements per head row of q and k (never read or written)
 };
 // Qwen2-VL (16/24/24 of 64 pairs); partial rotary; sections not multiples of 8 (vec 2 and 1);
-// an empty section; T = 1 with 16384 = 128 x 128 hidden.
-const Shape kShapes[] = {{5, 4, 2, 128, 128, {16, 24, 24}}, {3, 2, 1, 96, 64, {8, 12, 12}},
-                         {17, 3, 1, 32, 20, {3, 4, 3}},     {2, 2, 2, 16, 16, {0, 4, 4}},
-                         {1, 128, 0, 128, 128, {16, 24, 24}}};
+// an empty section; T = 1 with 16384 = 128 x 128 hidden; padded head rows, 16-byte aligned
+// (pad 8) and not (pad 3: narrower vectors).
+const Shape kShapes[] = {{5, 4, 2, 128, 128, {16, 24, 24}},   {3, 2, 1, 96, 64, {8, 12, 12}},
+                         {17, 3, 1, 32, 20, {3, 4, 3}},       {2, 2, 2, 16, 16, {0, 4, 4}},
+                         {1, 128, 0, 128, 128, {16, 24, 24}}, {4, 3, 2, 128, 128, {16, 24, 24}, 8},
+                         {3, 2, 1, 96, 64, {8, 12, 12}, 3}};
 
 struct Inputs {
   HostTensor pos, cache, q, k;
 };
 
 Inputs make_inputs(check::Rng& rng, const Shape& s, DType qt, DType ct, DType pt) {
-  Inputs in{HostTensor(pt, {kRows, s.T}), make_cache(kMaxPos, s.rotary, ct), HostTensor(qt, {s.T, s.Hq, s.D}),
-            HostTensor(qt, {s.T, s.Hk ? s.Hk : 1, s.D})};
+  Inputs in{HostTensor(pt, {kRows, s.T}), make_cache(kMaxPos, s.rotary, ct), HostTensor(qt, {s.T, s.Hq, s.D}, s.pad),
+            HostTensor(qt, {s.T, s.Hk ? s.Hk : 1, s.D}, s.pad)};
   check::fill_randint(in.pos, rng, 0, kMaxPos - 1);
   check::fill_normal(in.q, rng);
   check::fill_normal(in.k, rng);
@@ -187,8 +190,8 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
   for (const Shape& s : shapes)
     for (DType qt : {DType::bf16, DType::f16, DType::f32})
       for (DType ct : {DType::f32, qt}) {
-        SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " cache " << dtype_name(ct) << " T=" << s.T
-                                          << " Hq=" << s.Hq << " D=" << s.D << " rotary=" << s.rotary);
+        SCOPED_TRACE(::testing::Message() << dtype_name(qt) << " cache " << dtype_name(ct) << " T=" << s.T << " Hq="
+                                          << s.Hq << " D=" << s.D << " rotary=" << s.rotary << " pad=" << s.pad);
         Inputs in = make_inputs(rng, s, qt, ct, qt == DType::f16 ? DType::i32 : DType::i64);
         HostTensor q_ref(qt, in.q.shape()), k_ref(qt, in.k.shape());
         q_ref.copy_from(in.q);
@@ -222,6 +225,8 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
           r = check::compare(in.k, k_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(k_ref) + 1));
           EXPECT_TRUE(r.ok) << "k: " << r.message;
         }
+        EXPECT_TRUE(in.q.padding_intact() && in.k.padding_intact()) << "wrote into head-row padding";
+        EXPECT_TRUE(in.q.guards_intact() && in.k.guards_intact()) << "wrote past q or k";
       }
 }
 

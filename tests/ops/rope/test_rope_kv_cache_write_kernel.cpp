@@ -4,10 +4,10 @@
 // included (the v cache equals the reference's bit for bit) - and rows of skipped tokens and
 // unused slots untouched. Shapes with tails, partial rotary, both styles, misaligned views, one
 // 16384-wide token; emulator counters: compulsory bytes only, coalesced stores, no findings.
-#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -16,10 +16,11 @@
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
 #include "ops/common/ref_numeric.h"
-#include "support/op_snapshots.h"
 #include "ops/rope/kv_cache_test_util.h"
-#include "support/seed.h"
 #include "runtime/tune.h"
+#include "support/op_snapshots.h"
+#include "support/poison.h"
+#include "support/seed.h"
 
 using namespace tejas;
 using check::HostTensor;
@@ -505,21 +506,24 @@ TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   }
 }
 
-// NaN and out-of-range values reach fp8 caches as NaN codes and saturated codes.
+// NaN and out-of-range values reach fp8 caches as NaN codes and saturated codes; under each
+// poison byte (the default 0xFF is e4m3's NaN code: an unwritten code would read as NaN).
 TEST(RopeKvCacheWriteKernel, EmulatorSaturatesAndKeepsNaN) {
   TEJAS_SEEDED_TEST_RNG();
-  const KvShape s{2, 1, 1, 8, 8, 1, 2};
-  KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::f16, DType::e4m3, DType::f32, kMaxPos, 0, 0.01, 0.01);
-  b.v.set({0, 0, 3}, 1000.0);
-  b.v.set({0, 0, 4}, -1000.0);
-  b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
-  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                      RopeStyle::neox, b.slots, b.paged()));
-  const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
-  EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
-  EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
-  EXPECT_TRUE(std::isnan(b.v_cache.get({0, slot1, 0, 5})));
-  check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  testsupport::for_each_poison([&] {
+    const KvShape s{2, 1, 1, 8, 8, 1, 2};
+    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::f16, DType::e4m3, DType::f32, kMaxPos, 0, 0.01, 0.01);
+    b.v.set({0, 0, 3}, 1000.0);
+    b.v.set({0, 0, 4}, -1000.0);
+    b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
+    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                        RopeStyle::neox, b.slots, b.paged()));
+    const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
+    EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
+    EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
+    EXPECT_TRUE(std::isnan(b.v_cache.get({0, slot1, 0, 5})));
+    check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+  });
 }
 
 }  // namespace
