@@ -45,6 +45,21 @@ Validator& Validator::positive_f32(double value, const char* name) {
   return require(false, os.str().c_str());
 }
 
+bool extent_fits(const TensorView& t) {
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] == 0) return true;  // no elements: numel and the extents are 0
+  constexpr int64_t kMax = int64_t{1} << kMaxExtentLog2;
+  int64_t n = 1, first = 0, last = 0;
+  for (int d = 0; d < t.ndim; ++d) {
+    int64_t span = 0;
+    if (__builtin_mul_overflow(n, t.shape[d], &n) || n > kMax) return false;
+    if (__builtin_mul_overflow(t.shape[d] - 1, t.stride[d], &span) || span > kMax || span < -kMax) return false;
+    (span < 0 ? first : last) += span;  // each sum stays within +-2 x 2^56 before this check
+    if (first < -kMax || last > kMax) return false;
+  }
+  return true;
+}
+
 Validator& Validator::defined(const TensorView& t, const char* name) {
   if (!ok()) return *this;
   if (!t.defined()) return fail(name, "expected a tensor, got none (null data)");
@@ -52,6 +67,9 @@ Validator& Validator::defined(const TensorView& t, const char* name) {
     return fail(name, "expected 0.." + std::to_string(kMaxDims) + " dimensions, got " + std::to_string(t.ndim));
   for (int d = 0; d < t.ndim; ++d)
     if (t.shape[d] < 0) return fail(name, "expected non-negative sizes, got shape " + shape_string(t));
+  if (!extent_fits(t))
+    return fail(name, "expected an element count and element offsets of at most 2^" + std::to_string(kMaxExtentLog2) +
+                          ", got " + t.describe());
   return *this;
 }
 

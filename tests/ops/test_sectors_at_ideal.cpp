@@ -16,12 +16,13 @@
 
 #include "check/host_tensor.h"
 #include "ops/common/emu_launch.h"
+#include "ops/rope/plan.h"
+#include "runtime/tune.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 #include "tejas/norm.h"
 #include "tejas/quant.h"
 #include "tejas/rope.h"
-#include "runtime/tune.h"
 
 using namespace tejas;
 using check::HostTensor;
@@ -341,13 +342,24 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
     expect_ideal("rope_kv_cache_write " + std::string(dtype_name(cd)),
                  qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
                  qk + 2 * T * Hk * D);
-    // The cache write alone: k and v read once, one code per element written.
-    ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc8).ok());
-    expect_ideal("kv_cache_write " + std::string(dtype_name(cd)),
-                 bytes(k) + bytes(v) + bytes(slots) + bytes(ks) + bytes(vs), 2 * T * Hk * D);
+    // The cache write alone: k and v read once, one code per element written; on kv_write_kernel
+    // (rope.pipeline=1, the default) and kv_pipe_kernel (3: rows staged through shared memory;
+    // one head in flight, the op's default whatever rope.heads this run sets).
+    for (int pipeline : {1, 3}) {
+      detail::Tune kv;
+      kv.rope_pipeline = pipeline;
+      const detail::ScopedTuneOverride override_kv(kv);
+      const std::string at = " rope.pipeline=" + std::to_string(pipeline);
+      ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc8).ok());
+      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3) << at;
+      expect_ideal("kv_cache_write " + std::string(dtype_name(cd)) + at,
+                   bytes(k) + bytes(v) + bytes(slots) + bytes(ks) + bytes(vs), 2 * T * Hk * D);
+      if (cd == DType::e5m2) continue;
+      ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok());
+      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3) << at;
+      expect_ideal("kv_cache_write bf16" + at, bytes(k) + bytes(v) + bytes(slots), 2 * bytes(k));
+    }
   }
-  ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok());
-  expect_ideal("kv_cache_write", bytes(k) + bytes(v) + bytes(slots), 2 * bytes(k));
 
   // Split in two launches (TEJAS_TUNE rope.kv_split=2; by default from 16 MiB): each half reads
   // the positions and cos/sin rows, once each; everything else as fused.

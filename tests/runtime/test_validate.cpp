@@ -10,6 +10,7 @@
 #include "check/host_tensor.h"
 #include "runtime/validate.h"
 #include "support/seed.h"
+#include "tejas/norm.h"
 
 using namespace tejas;
 using tejas::detail::Validator;
@@ -75,6 +76,61 @@ TEST(Validate, DistinctElements) {
   EXPECT_FALSE(detail::elements_distinct(t));
   t.stride[0] = 9;  // padded rows: fine
   EXPECT_TRUE(detail::elements_distinct(t));
+}
+
+// Views whose sizes or strides overflow int64 arithmetic (numel, byte_extent, the overlap checks)
+// are rejected by `defined`, naming the argument; views at the bound, and empty views of any other
+// size, pass. Never dereferenced: validation reads only the view.
+TEST(Validate, ExtentPastTwoToThe56Rejected) {
+  float buf[4];
+  const auto check = [&](std::vector<int64_t> shape, std::vector<int64_t> stride) {
+    TensorView t = TensorView::contiguous(buf, DType::f32, static_cast<int>(shape.size()), shape.data());
+    for (size_t d = 0; d < stride.size(); ++d) t.stride[d] = stride[d];
+    return Validator("op").defined(t, "x").status();
+  };
+  constexpr int64_t k28 = int64_t{1} << 28, k32 = int64_t{1} << 32, k56 = int64_t{1} << 56;
+  // Rejected: a product that wraps to 0 (numel would say empty), one just past 2^56, strides
+  // whose offsets pass 2^56 either way, offsets that pass it only summed over dimensions.
+  for (const auto& [shape, stride] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{k32, k32}, {k32, 1}},
+           {{k28, k28, 2}, {2 * k28, 2, 1}},
+           {{2, 3}, {k56 + 1, 1}},
+           {{2, 3}, {-(k56 + 1), 1}},
+           {{3, 3}, {std::numeric_limits<int64_t>::max() / 2, 1}},
+           {{2, 2, 2}, {k56 / 2 + 1, k56 / 2 + 1, 1}}}) {
+    const Status s = check(shape, stride);
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << ::testing::PrintToString(shape);
+    EXPECT_EQ(s.message().rfind("op: x: expected an element count and element offsets of at most 2^56, got f32[", 0),
+              0u)
+        << s.message();
+  }
+  EXPECT_TRUE(check({k28, k28}, {k28, 1}).ok()) << "2^56 elements: at the bound";
+  EXPECT_TRUE(check({2, 3}, {k56 - 2, 1}).ok()) << "a last offset of 2^56: at the bound";
+  EXPECT_TRUE(check({2, 3}, {-k56, 1}).ok()) << "a first offset of -2^56: at the bound";
+  EXPECT_FALSE(check({2, 3}, {k56 - 1, 1}).ok()) << "a last offset of 2^56 + 1";
+  EXPECT_TRUE(check({0, std::numeric_limits<int64_t>::max()}, {1, 1}).ok()) << "no elements";
+}
+
+// Through a public op: a hostile x whose element count wraps to 0 is rejected before any work
+// (not run as an empty call), the output untouched.
+TEST(Validate, OpRejectsWrappingViews) {
+  check::HostTensor x(DType::bf16, {2, 8}), w(DType::bf16, {8}), out(DType::bf16, {2, 8});
+  TensorView hostile = x.view();
+  hostile.shape[0] = int64_t{1} << 32;
+  hostile.shape[1] = int64_t{1} << 32;
+  hostile.stride[0] = int64_t{1} << 32;
+  TensorView big_out = out.view(), big_w = w.view();
+  big_out.shape[0] = hostile.shape[0];
+  big_out.shape[1] = hostile.shape[1];
+  big_out.stride[0] = hostile.stride[0];
+  big_w.shape[0] = hostile.shape[1];
+  const uint64_t before = out.bits_flat(0);
+  ExecContext ctx;
+  ctx.backend = Backend::reference;
+  const Status s = rms_norm(ctx, hostile, big_w, 1e-6, big_out);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_EQ(s.message().rfind("rms_norm: x: expected an element count", 0), 0u) << s.message();
+  EXPECT_EQ(out.bits_flat(0), before);
 }
 
 TEST(Validate, ElementAligned) {

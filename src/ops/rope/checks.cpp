@@ -23,6 +23,7 @@ void check_qk_cache(detail::Validator& v, int64_t T, const TensorView& positions
   v.dim_eq(q, "q", 0, T, "positions' T").dim_min(q, "q", 1, 1);
   v.dim_eq(k, "k", 0, T, "positions' T").dim_min(k, "k", 1, 1).dim_eq(k, "k", 2, D, "q's head dim");
   v.dim_min(cache, kCacheName, 0, 1);
+  // Each at most 2^56 (Validator::defined's extent rule): the sum cannot wrap.
   const int64_t heads = q.shape[1] + (k.defined() ? k.shape[1] : 0);
   v.require(heads <= kMaxHeads, [&] {
     return "q, k: expected at most " + std::to_string(kMaxHeads) + " heads in all (q's dim 1 plus k's), got " +

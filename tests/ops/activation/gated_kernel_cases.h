@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
@@ -149,6 +150,21 @@ inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const Gat
   return fast;
 }
 
+// On the GPU when there is one: `call` on a device copy of x into a fresh (poisoned) output, judged
+// against the reference's `want` element by element; returns whether it ran.
+inline bool cuda_matches_reference(const GatedCall& call, const check::HostTensor& x, const check::HostTensor& want,
+                                   Which which, const SiluMulOptions& o, const std::string& what) {
+  if (!check::cuda_available()) return false;
+  check::HostTensor got(want.dtype(), want.shape());
+  check::DeviceMirror dx, dout;
+  EXPECT_TRUE(dx.upload(x).ok() && dout.upload(got).ok()) << what;
+  EXPECT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok()) << what;
+  EXPECT_TRUE(check::device_synchronize().ok()) << what;
+  EXPECT_TRUE(dout.download(got).ok()) << what;
+  EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << what;
+  return true;
+}
+
 // activation.fast_math=1 (the default) on one 24-element row (the 16-byte path, so the fast
 // kernel runs in bf16 and f16): the header's non-finite cases, sigmoid arguments on both sides
 // of the -80 switch to the accurate scaled path (silu g = -79.5 / -80.5; clamped silu,
@@ -177,15 +193,9 @@ inline void fast_math_edge_cases(Which which, const GatedCall& call, const SiluM
       ASSERT_TRUE(call(ctx_of(Backend::emulator), x.view(), out.view()).ok());
       EXPECT_TRUE(act::last_gated_config().fast_math) << dtype_name(dt);
       EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << dtype_name(dt);
-      if (!check::cuda_available()) continue;
-      check::HostTensor got(dt, {1, F});
-      check::DeviceMirror dx, dout;
-      ASSERT_TRUE(dx.upload(x).ok() && dout.upload(got).ok());
-      ASSERT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok());
-      ASSERT_TRUE(check::device_synchronize().ok());
-      ASSERT_TRUE(dout.download(got).ok());
-      EXPECT_TRUE(act::last_gated_config().fast_math) << "cuda " << dtype_name(dt);
-      EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << dtype_name(dt);
+      if (cuda_matches_reference(call, x, want, which, o, std::string(dtype_name(dt)))) {
+        EXPECT_TRUE(act::last_gated_config().fast_math) << "cuda " << dtype_name(dt);
+      }
     }
   });
 }

@@ -160,8 +160,9 @@ TEST(SiluMulKernel, FarNegativeArgumentsWithHugeUpDoNotOverflow) {
   EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
 }
 
-// The header's non-finite cases, on the kernel: each against the reference element, under each
-// poison byte (the default 0xFF already reads as NaN: an unwritten NaN element would pass).
+// The header's non-finite cases, on the kernel (and the GPU when there is one): each against the
+// reference element, under each poison byte (the default 0xFF already reads as NaN: an unwritten
+// NaN element would pass).
 TEST(SiluMulKernel, NonFiniteAsReference) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   const double gates[] = {kNaN, 1.0, kInf, -kInf, -kInf, kInf, 1e30, -1e30, 0.0, -0.0, -9.0, 9.0};
@@ -182,9 +183,11 @@ TEST(SiluMulKernel, NonFiniteAsReference) {
           ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
           ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
           EXPECT_EQ(act::last_gated_config().fast_math, F == 16 && dt != DType::f32) << F;
-          EXPECT_TRUE(
-              matches_reference(out.view(), want.view(), x.view(), o.clamped ? Which::silu_clamped : Which::silu, o))
-              << dtype_name(dt) << (o.clamped ? " clamped" : "");
+          const Which which = o.clamped ? Which::silu_clamped : Which::silu;
+          const std::string what =
+              std::string(dtype_name(dt)) + (o.clamped ? " clamped" : "") + " F=" + std::to_string(F);
+          EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), which, o)) << what;
+          cuda_matches_reference(silu_call(o), x, want, which, o, what);
         }
   });
 }

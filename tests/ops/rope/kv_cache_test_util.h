@@ -36,7 +36,8 @@ struct KvBuffers {
 };
 
 // Random q/k/v, positions, and a slot mapping of distinct random slots with every
-// `skip_every`-th token skipped (-1); caches left poisoned (0xFF) so untouched rows are visible.
+// `skip_every`-th token skipped (-1); caches left poisoned (the current poison byte: 0xFF unless
+// a check::ScopedPoison says otherwise) so untouched rows are visible.
 inline KvBuffers make_kv_buffers(check::Rng& rng, const KvShape& s, DType qt, DType cache_dt, DType cos_dt,
                                  int64_t max_pos, int64_t skip_every, double k_scale = 0.05, double v_scale = 0.02) {
   KvBuffers b{check::HostTensor(DType::i64, {s.T}),

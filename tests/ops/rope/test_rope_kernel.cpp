@@ -4,6 +4,7 @@
 // and one 16384-wide token; emulator counters (coalescing, compulsory bytes, no findings).
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,10 +12,10 @@
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
 #include "ops/rope/plan.h"
-#include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
-#include "support/seed.h"
 #include "runtime/tune.h"
+#include "support/op_snapshots.h"
+#include "support/seed.h"
 #include "tejas/rope.h"
 
 using namespace tejas;
@@ -97,14 +98,20 @@ void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeSt
   EXPECT_TRUE(in.q.padding_intact() && in.k.padding_intact() && in.q.guards_intact() && in.k.guards_intact());
 }
 
-// Every shape with q / k in each dtype, the cos / sin cache in f32 and in q's dtype (one pass for f32).
+// Every shape with q / k in each dtype, the cos / sin cache in f32 and in q's dtype (one pass for
+// f32 q, whose two are the same).
 void run_all(check::Rng& rng, Backend backend) {
+  size_t cases = 0;
   for (const Shape& s : kShapes)
     for (DType qt : {DType::bf16, DType::f16, DType::f32})
-      for (DType ct : {DType::f32, qt}) {
-        if (ct == qt && qt == DType::f32) continue;  // f32 q with the f32 cache: the first pass
-        for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) run_and_compare(rng, s, qt, ct, style, backend);
+      for (int pass = 0; pass < (qt == DType::f32 ? 1 : 2); ++pass) {
+        const DType ct = pass == 0 ? DType::f32 : qt;
+        for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+          run_and_compare(rng, s, qt, ct, style, backend);
+          ++cases;
+        }
       }
+  EXPECT_EQ(cases, std::size(kShapes) * 5 * 2) << "bf16 and f16 q with two caches, f32 q with one; two styles";
 }
 
 TEST(RopeKernel, EmulatorMatchesReference) {
