@@ -70,14 +70,24 @@ const std::vector<Rule>& rules() {
       {"TensorScaleForMx", kMx, [](Args& a, Buffers& b) { a.ts = b.ts.view(); }, "tensor_scale: expected none"},
       {"TensorScaleAbsent", kNv, [](Args& a, Buffers&) { a.ts = TensorView{}; }, "tensor_scale: expected a tensor"},
       {"TensorScaleDtype", kNv, [](Args& a, Buffers&) { a.ts.dtype = DType::i32; }, "tensor_scale: expected dtype f32"},
-      {"TensorScaleZero", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0.0); }, "tensor_scale: expected a value in [2^-64, 2^64]"},
-      {"TensorScaleNaN", kNv, [kNaN](Args&, Buffers& b) { b.ts.set_flat(0, kNaN); }, "tensor_scale: expected a value in [2^-64, 2^64]"},
+      {"TensorScaleZero", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0.0); },
+       "tensor_scale: expected a value in [2^-64, 2^64]"},
+      {"TensorScaleNaN", kNv, [kNaN](Args&, Buffers& b) { b.ts.set_flat(0, kNaN); },
+       "tensor_scale: expected a value in [2^-64, 2^64]"},
       // Just outside the range whose reciprocals the kernels need normal (tejas/quant.h).
-      {"TensorScaleTooSmall", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0x1p-65); }, "tensor_scale: expected a value in [2^-64, 2^64]"},
-      {"TensorScaleTooLarge", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0x1p65); }, "tensor_scale: expected a value in [2^-64, 2^64]"},
+      {"TensorScaleTooSmall", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0x1p-65); },
+       "tensor_scale: expected a value in [2^-64, 2^64]"},
+      {"TensorScaleTooLarge", kNv, [](Args&, Buffers& b) { b.ts.set_flat(0, 0x1p65); },
+       "tensor_scale: expected a value in [2^-64, 2^64]"},
       {"XRank", kAll, [](Args& a, Buffers&) { a.x = TensorView::contiguous(a.x.data, DType::bf16, {T * 2 * F}); },
        "x: expected 2 dimensions"},
-      {"QRank", kAll, [](Args& a, Buffers&) { a.q.ndim = 3; a.q.shape[2] = 1; a.q.stride[2] = 1; }, "q: expected 2 dimensions"},
+      {"QRank", kAll,
+       [](Args& a, Buffers&) {
+         a.q.ndim = 3;
+         a.q.shape[2] = 1;
+         a.q.stride[2] = 1;
+       },
+       "q: expected 2 dimensions"},
       {"ScalesRank", kAll, [](Args& a, Buffers&) { a.scales.ndim = 1; }, "scales: expected 2 dimensions"},
       {"NoTokens", kAll, [](Args& a, Buffers&) { a.x.shape[0] = 0; }, "x: expected dim 0 >= 1"},
       {"OddGateUp", kAll, [](Args& a, Buffers&) { a.x.shape[1] = 2 * F - 1; }, "x: expected an even dim 1"},
@@ -87,37 +97,87 @@ const std::vector<Rule>& rules() {
       {"QWidth", kAll, [](Args& a, Buffers&) { a.q.shape[1] = F / 2; }, "q: expected dim 1 = 256"},
       {"ScalesTokens", kAll, [](Args& a, Buffers&) { a.scales.shape[0] = 1; }, "scales: expected dim 0 = 2"},
       {"ScalesWidth", kAll, [](Args& a, Buffers&) { a.scales.shape[1] += 1; }, "scales: expected dim 1 ="},
-      {"XNegativeStride", kAll, [](Args& a, Buffers&) { a.x = shifted(a.x, (T - 1) * 2 * F * 2); a.x.stride[0] = -2 * F; },
+      {"XNegativeStride", kAll,
+       [](Args& a, Buffers&) {
+         a.x = shifted(a.x, (T - 1) * 2 * F * 2);
+         a.x.stride[0] = -2 * F;
+       },
        "x: expected non-negative strides"},
+      {"QNegativeStride", kAll,
+       [](Args& a, Buffers& b) {  // row 0 at byte F of the spare, row 1 before it
+         a.q.data = static_cast<char*>(b.spare.view().data) + F;
+         a.q.stride[0] = -F;
+       },
+       "q: expected non-negative strides"},
+      {"ScalesNegativeStride", kAll,
+       [](Args& a, Buffers& b) {  // row 0 at byte 64 of the spare, row 1 before it
+         a.scales.data = static_cast<char*>(b.spare.view().data) + 64;
+         a.scales.stride[0] = -a.scales.stride[0];
+       },
+       "scales: expected non-negative strides"},
+      {"TensorScaleShape", kNv, [](Args& a, Buffers&) { a.ts.shape[0] = 2; }, "tensor_scale: expected shape [1]"},
       {"XInnerStride", kAll,
-       [](Args& a, Buffers& b) { a.x.data = b.spare.view().data; a.x.stride[0] = 4 * F; a.x.stride[1] = 2; },
+       [](Args& a, Buffers& b) {
+         a.x.data = b.spare.view().data;
+         a.x.stride[0] = 4 * F;
+         a.x.stride[1] = 2;
+       },
        "x: expected a contiguous innermost"},
       {"QInnerStride", kAll,
-       [](Args& a, Buffers& b) { a.q.data = b.spare.view().data; a.q.stride[0] = 2 * F; a.q.stride[1] = 2; },
+       [](Args& a, Buffers& b) {
+         a.q.data = b.spare.view().data;
+         a.q.stride[0] = 2 * F;
+         a.q.stride[1] = 2;
+       },
        "q: expected a contiguous innermost"},
       {"ScalesInnerStride", kAll,
-       [](Args& a, Buffers& b) { a.scales.data = b.spare.view().data; a.scales.stride[0] = 64; a.scales.stride[1] = 2; },
+       [](Args& a, Buffers& b) {
+         a.scales.data = b.spare.view().data;
+         a.scales.stride[0] = 64;
+         a.scales.stride[1] = 2;
+       },
        "scales: expected a contiguous innermost"},
       {"XMisaligned", kAll, [](Args& a, Buffers&) { a.x = shifted(a.x, 1); }, "x: expected data aligned to 2"},
-      {"ScalesMisaligned", kFp8, [](Args& a, Buffers&) { a.scales = shifted(a.scales, 2); }, "scales: expected data aligned to 4"},
-      {"QOddRowStrideFp4", kFp4, [](Args& a, Buffers& b) { a.q.data = b.spare.view().data; a.q.stride[0] = F + 1; },
+      {"ScalesMisaligned", kFp8, [](Args& a, Buffers&) { a.scales = shifted(a.scales, 2); },
+       "scales: expected data aligned to 4"},
+      {"QOddRowStrideFp4", kFp4,
+       [](Args& a, Buffers& b) {
+         a.q.data = b.spare.view().data;
+         a.q.stride[0] = F + 1;
+       },
        "q: expected an even row stride"},
-      {"LimitNaN", kAll, [kNaN](Args& a, Buffers&) { a.options.clamped = true; a.options.limit = kNaN; },
+      {"LimitNaN", kAll,
+       [kNaN](Args& a, Buffers&) {
+         a.options.clamped = true;
+         a.options.limit = kNaN;
+       },
        "options.limit: expected a positive normal f32 value"},
-      {"AlphaNotPositive", kAll, [](Args& a, Buffers&) { a.options.clamped = true; a.options.alpha = 0.0; },
+      {"AlphaNotPositive", kAll,
+       [](Args& a, Buffers&) {
+         a.options.clamped = true;
+         a.options.alpha = 0.0;
+       },
        "options.alpha: expected a positive normal f32 value"},
       {"QOnOtherDevice", kAll, [](Args& a, Buffers&) { a.q.device = Device::cuda; }, "q: expected device cpu"},
       {"TensorScaleOnOtherDevice", kNv, [](Args& a, Buffers&) { a.ts.device = Device::cuda; },
        "tensor_scale: expected device cpu"},
-      {"QSelfOverlap", kAll, [](Args& a, Buffers&) { a.q.stride[0] = 0; }, "q: expected every element at its own address"},
+      {"QSelfOverlap", kAll, [](Args& a, Buffers&) { a.q.stride[0] = 0; },
+       "q: expected every element at its own address"},
       {"ScalesSelfOverlap", kAll, [](Args& a, Buffers&) { a.scales.stride[0] = 1; },
        "scales: expected every element at its own address"},
       {"QOverX", kAll, [](Args& a, Buffers&) { a.q.data = a.x.data; }, "q: expected no overlap with x"},
       {"ScalesOverX", kAll, [](Args& a, Buffers&) { a.scales.data = a.x.data; }, "scales: expected no overlap with x"},
       {"ScalesOverQ", kAll, [](Args& a, Buffers&) { a.scales.data = a.q.data; }, "scales: expected no overlap with q"},
-      {"QOverTensorScale", kNv, [](Args& a, Buffers&) { a.ts.data = a.q.data; a.ts.dtype = DType::f32; },
+      {"QOverTensorScale", kNv,
+       [](Args& a, Buffers&) {
+         a.ts.data = a.q.data;
+         a.ts.dtype = DType::f32;
+       },
        "q: expected no overlap with tensor_scale"},
-      {"HostTensorsOnCudaBackend", kAll, [](Args& a, Buffers&) { a.backend = Backend::cuda; }, "x: expected a cuda tensor"},
+      {"ScalesOverTensorScale", kNv, [](Args& a, Buffers&) { a.ts.data = a.scales.data; },
+       "scales: expected no overlap with tensor_scale"},
+      {"HostTensorsOnCudaBackend", kAll, [](Args& a, Buffers&) { a.backend = Backend::cuda; },
+       "x: expected a cuda tensor"},
   };
   return kRules;
 }

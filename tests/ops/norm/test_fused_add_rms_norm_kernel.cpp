@@ -144,6 +144,31 @@ void run_non_finite(Backend b, check::Rng& rng) {
   }
 }
 
+// The static fp8 scale's value (zero, negative, Inf, NaN): rejected by the reference always and by
+// the emulator in debug-check mode, naming it, before any work: the residual (updated in place by
+// the op) and the output keep their bytes.
+TEST(FusedAddRmsNormKernel, StaticScaleContentsChecked) {
+  TEJAS_SEEDED_TEST_RNG();
+  HostTensor x(DType::bf16, {2, 64}), res(DType::bf16, {2, 64}), w(DType::bf16, {64}), out(DType::e4m3, {2, 64});
+  HostTensor scale(DType::f32, {1});
+  check::fill_normal(x, rng);
+  check::fill_normal(res, rng);
+  check::fill_normal(w, rng);
+  const auto res_before = optest::bits_of(res), out_before = optest::bits_of(out);
+  ExecContext debug = ctx_for(Backend::emulator);
+  debug.debug_checks = true;
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    SCOPED_TRACE(bad);
+    scale.set_flat(0, bad);
+    for (const ExecContext& ctx : {ctx_for(Backend::reference), debug}) {
+      TEJAS_EXPECT_INVALID(
+          fused_add_rms_norm(ctx, x, res, w, kEps, out, {scale.view(), Fp8ScaleMode::static_per_tensor}),
+          "fused_add_rms_norm: out_scale.scale: expected");
+      EXPECT_TRUE(optest::unchanged(res, res_before) && optest::unchanged(out, out_before));
+    }
+  }
+}
+
 TEST(FusedAddRmsNormKernel, NonFiniteRows) {
   TEJAS_SEEDED_TEST_RNG();
   testsupport::for_each_poison([&] { run_non_finite(Backend::emulator, rng); });

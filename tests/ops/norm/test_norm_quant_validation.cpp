@@ -64,14 +64,25 @@ const std::vector<Rule>& rules() {
        "x: expected 2 dimensions"},
       {"ScalesRank", [](Args& a, Buffers&) { a.scales = TensorView::contiguous(a.scales.data, DType::f32, {T * G}); },
        "scales: expected 2 dimensions"},
-      {"QRank", [](Args& a, Buffers&) { a.q = TensorView::contiguous(a.q.data, DType::e4m3, {T, H, 1}); },
+      {"QRank",
+       [](Args& a, Buffers&) {
+         a.q = TensorView::contiguous(a.q.data, DType::e4m3, {T, H, 1});
+       },
        "q: expected 2 dimensions"},
+      {"ResidualRank",
+       [](Args& a, Buffers&) { a.residual = TensorView::contiguous(a.residual.data, DType::bf16, {T * H}); },
+       "residual: expected 2 dimensions"},
+      {"WeightRank",
+       [](Args& a, Buffers&) {
+         a.weight = TensorView::contiguous(a.weight.data, DType::bf16, {1, H});
+       },
+       "weight: expected 1 dimensions"},
+      {"NoHidden", [](Args& a, Buffers&) { a.x.shape[1] = a.residual.shape[1] = a.q.shape[1] = a.weight.shape[0] = 0; },
+       "x: expected dim 1 >= 1"},
       {"NoTokens", [](Args& a, Buffers&) { a.x.shape[0] = a.residual.shape[0] = a.q.shape[0] = a.scales.shape[0] = 0; },
        "x: expected dim 0 >= 1"},
       {"HiddenNotMultipleOfGroup",
-       [](Args& a, Buffers&) {
-         a.x.shape[1] = a.residual.shape[1] = a.q.shape[1] = a.weight.shape[0] = H - 8;
-       },
+       [](Args& a, Buffers&) { a.x.shape[1] = a.residual.shape[1] = a.q.shape[1] = a.weight.shape[0] = H - 8; },
        "x: expected H a multiple of 128"},
       {"ResidualShape", [](Args& a, Buffers&) { a.residual.shape[0] = T - 1; }, "residual: expected shape"},
       {"QShape", [](Args& a, Buffers&) { a.q.shape[1] = H - 128; }, "q: expected shape"},
@@ -91,6 +102,12 @@ const std::vector<Rule>& rules() {
          a.q.stride[1] = 2;
        },
        "q: expected a contiguous innermost"},
+      {"WeightInnerStride",
+       [](Args& a, Buffers& b) {
+         a.weight = TensorView::contiguous(b.spare.view().data, DType::bf16, {H});
+         a.weight.stride[0] = 2;
+       },
+       "weight: expected a contiguous innermost"},
       {"ScalesNegativeStride",
        [](Args& a, Buffers&) {
          a.scales = shifted(a.scales, (T - 1) * G * 4);
@@ -99,15 +116,22 @@ const std::vector<Rule>& rules() {
        "scales: expected non-negative strides"},
       {"ResidualMisaligned", [](Args& a, Buffers&) { a.residual = shifted(a.residual, 1); },
        "residual: expected data aligned to 2"},
-      {"ScalesMisaligned", [](Args& a, Buffers&) { a.scales = shifted(a.scales, 2); }, "scales: expected data aligned to 4"},
+      {"ScalesMisaligned", [](Args& a, Buffers&) { a.scales = shifted(a.scales, 2); },
+       "scales: expected data aligned to 4"},
       {"EpsZero", [](Args& a, Buffers&) { a.eps = 0.0; }, "eps: expected a positive normal f32 value"},
       {"EpsNaN", [](Args& a, Buffers&) { a.eps = std::numeric_limits<double>::quiet_NaN(); },
        "eps: expected a positive normal f32 value"},
+      {"EpsNegative", [](Args& a, Buffers&) { a.eps = -1e-6; }, "eps: expected a positive normal f32 value"},
+      {"EpsInf", [](Args& a, Buffers&) { a.eps = std::numeric_limits<double>::infinity(); },
+       "eps: expected a positive normal f32 value"},
+      {"EpsSubnormalInF32", [](Args& a, Buffers&) { a.eps = 1e-40; }, "eps: expected a positive normal f32 value"},
+      {"EpsPastF32", [](Args& a, Buffers&) { a.eps = 1e39; }, "eps: expected a positive normal f32 value"},
       {"QOnOtherDevice", [](Args& a, Buffers&) { a.q.device = Device::cuda; }, "q: expected device cpu"},
       {"ScalesOnOtherDevice", [](Args& a, Buffers&) { a.scales.device_index = 1; }, "scales: expected device cpu"},
       {"ResidualSelfOverlap", [](Args& a, Buffers&) { a.residual.stride[0] = 0; },
        "residual: expected every element at its own address"},
-      {"QSelfOverlap", [](Args& a, Buffers&) { a.q.stride[0] = H / 2; }, "q: expected every element at its own address"},
+      {"QSelfOverlap", [](Args& a, Buffers&) { a.q.stride[0] = H / 2; },
+       "q: expected every element at its own address"},
       {"ScalesSelfOverlap", [](Args& a, Buffers&) { a.scales.stride[1] = 0; },
        "scales: expected every element at its own address"},
       {"QOverX", [](Args& a, Buffers&) { a.q.data = a.x.data; }, "q: expected no overlap with x"},

@@ -169,7 +169,7 @@ TEST(RmsNormKernel, StaticScaleContentsCheckedInDebugMode) {
   check::fill_normal(x, rng);
   check::fill_normal(w, rng);
   const auto before = optest::bits_of(out);
-  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
     scale.set_flat(0, bad);
     ExecContext ctx = ctx_for(Backend::emulator);
     ctx.debug_checks = true;

@@ -182,6 +182,24 @@ TEST(QuantMxValidation, OutputElementsDistinct) {
       c.expect_rejected(c.call(), "scales");
     }
   });
+  for_all([](MxCall& c) {  // quant's codes: rows on top of each other
+    if (c.dequant) return;
+    c.qv.stride[0] = 0;
+    c.expect_rejected(c.call(), "q");
+  });
+}
+
+// Data pointers off their element's alignment: x / out (f32: 4 bytes), and nvfp4's e4m3 scales
+// need none (1 byte), so its tensor_scale (f32) instead.
+TEST(QuantMxValidation, MisalignedData) {
+  for_all([](MxCall& c) {
+    c.dv.data = static_cast<char*>(c.dv.data) + 2;
+    c.expect_rejected(c.call(), c.data_name());
+  });
+  for_all({MxFormat::nvfp4}, [](MxCall& c) {
+    c.tsv.data = static_cast<char*>(c.tsv.data) + 1;
+    c.expect_rejected(c.call(), "tensor_scale");
+  });
 }
 
 TEST(QuantMxValidation, NegativeStrides) {
@@ -257,6 +275,16 @@ TEST(QuantMxValidation, OutputsDoNotOverlapInputs) {
       c.sv = TensorView::contiguous(c.tsv.data, c.sv.dtype, {kM, kK / 16});  // scales over tensor_scale
       c.expect_rejected(c.call(), "scales");
     }
+  });
+  for_all([](MxCall& c) {  // quant: scales inside x's buffer
+    if (c.dequant) return;
+    c.sv.data = static_cast<float*>(c.dv.data) + 1;
+    c.expect_rejected(c.call(), "scales");
+  });
+  for_all({MxFormat::nvfp4}, [](MxCall& c) {  // quant: tensor_scale inside q's buffer
+    if (c.dequant) return;
+    c.tsv.data = c.qv.data;
+    c.expect_rejected(c.call(), "q");
   });
 }
 

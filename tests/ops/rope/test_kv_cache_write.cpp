@@ -611,30 +611,67 @@ TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
   huge_d.shape[2] = (int64_t{1} << 24) + 8;
   huge_d.stride[1] = huge_d.shape[2];
   huge_d.stride[0] = huge_d.shape[2] * s.Hk;
+  // Head counts past 2^24 (k and v one view: only validated).
+  TensorView many_heads = b.k.view();
+  many_heads.shape[1] = (int64_t{1} << 24) + 1;
+  many_heads.stride[0] = many_heads.shape[1] * s.D;
+  // k as a matrix, an empty head dim, v in another dtype, k's elements strided (not contiguous:
+  // a view reaching past k's storage, rejected before any access).
+  TensorView k2 = b.k.view(), k_no_d = b.k.view(), k_strided = b.k.view();
+  k2.ndim = 2;
+  k_no_d.shape[2] = 0;
+  k_strided.stride[2] = 2;
+  k_strided.stride[1] = 2 * s.D;
+  k_strided.stride[0] = 2 * s.D * s.Hk;
+  HostTensor v16(DType::f16, {s.T, s.Hk, s.D}), slots2(DType::i64, {s.T, 1});
+  // Caches of block size 0; a k cache over k's own bytes; a v cache over the slot mapping's.
+  HostTensor kc_empty(DType::e4m3, {s.num_blocks, 0, s.Hk, s.D}), vc_empty(DType::e4m3, {s.num_blocks, 0, s.Hk, s.D});
+  PagedKvCache empty_blocks = good, over_k = good, over_slots = good;
+  empty_blocks.k_cache = kc_empty.view();
+  empty_blocks.v_cache = vc_empty.view();
+  over_k.k_cache = TensorView::contiguous(b.k.view().data, DType::e4m3, {2, 4, s.Hk, s.D});  // 256 bytes = k's
+  HostTensor shared(DType::u8, {2 * s.block_size * s.Hk * s.D});  // slot mapping, then cache bytes over it
+  TensorView slots_in_shared = TensorView::contiguous(shared.view().data, DType::i64, {s.T});
+  for (int64_t t = 0; t < s.T; ++t) static_cast<int64_t*>(slots_in_shared.data)[t] = t;
+  over_slots.v_cache = TensorView::contiguous(shared.view().data, DType::e4m3, {2, 4, s.Hk, s.D});
   ExecContext ctx;
   ctx.backend = Backend::emulator;
   struct Case {
     Status status;
-    const char* name;
+    const char* prefix;  // the message's start: the op, the argument, what was expected
   };
   const Case cases[] = {
-      {kv_cache_write(ctx, TensorView{}, b.v, b.slots, good), "k"},
-      {kv_cache_write(ctx, k32, b.v, b.slots, good), "k"},
-      {kv_cache_write(ctx, b.k, v_short, b.slots, good), "v"},
-      {kv_cache_write(ctx, b.k, b.v, slots32, good), "slot_mapping"},
-      {kv_cache_write(ctx, b.k, b.v, slots_short, good), "slot_mapping"},
-      {kv_cache_write(ctx, b.k, b.v, b.slots, no_scale), "k_scale"},
-      {kv_cache_write(ctx, b.k, b.v, b.slots, bad_heads), "k_cache"},
-      {kv_cache_write(ctx, b.k, b.v, b.slots, overlap), "k_cache: expected no overlap with v_cache"},
-      {kv_cache_write(ctx, huge_d, huge_d, b.slots, good), "k: expected a head dim (dim 2) of at most"},
+      {kv_cache_write(ctx, TensorView{}, b.v, b.slots, good), "kv_cache_write: k: expected a tensor"},
+      {kv_cache_write(ctx, k32, b.v, b.slots, good), "kv_cache_write: k: expected dtype bf16 or f16"},
+      {kv_cache_write(ctx, k2, k2, b.slots, good), "kv_cache_write: k: expected 3 dimensions"},
+      {kv_cache_write(ctx, k_no_d, k_no_d, b.slots, good), "kv_cache_write: k: expected dim 2 >= 1"},
+      {kv_cache_write(ctx, many_heads, many_heads, b.slots, good),
+       "kv_cache_write: k: expected at most 16777216 heads"},
+      {kv_cache_write(ctx, huge_d, huge_d, b.slots, good), "kv_cache_write: k: expected a head dim (dim 2) of at most"},
+      {kv_cache_write(ctx, k_strided, b.v, b.slots, good), "kv_cache_write: k: expected a contiguous"},
+      {kv_cache_write(ctx, b.k, v_short, b.slots, good), "kv_cache_write: v: expected"},
+      {kv_cache_write(ctx, b.k, v16, b.slots, good), "kv_cache_write: v: expected dtype bf16 (as k)"},
+      {kv_cache_write(ctx, b.k, b.v, slots32, good), "kv_cache_write: slot_mapping: expected dtype i64"},
+      {kv_cache_write(ctx, b.k, b.v, slots2, good), "kv_cache_write: slot_mapping: expected 1 dimensions"},
+      {kv_cache_write(ctx, b.k, b.v, slots_short, good), "kv_cache_write: slot_mapping: expected dim 0 = 4"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, no_scale), "kv_cache_write: k_scale: expected a tensor"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, bad_heads), "kv_cache_write: k_cache: expected dim 2 = 2 (k's heads)"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, empty_blocks), "kv_cache_write: k_cache: expected dim 1 >= 1"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, overlap), "kv_cache_write: k_cache: expected no overlap with v_cache"},
+      {kv_cache_write(ctx, b.k, b.v, b.slots, over_k), "kv_cache_write: k_cache: expected no overlap with k"},
+      {kv_cache_write(ctx, b.k, b.v, slots_in_shared, over_slots),
+       "kv_cache_write: v_cache: expected no overlap with slot_mapping"},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(c.status.code(), StatusCode::invalid_argument) << c.name << ": " << c.status.message();
-    EXPECT_NE(c.status.message().find(std::string("kv_cache_write: ") + c.name), std::string::npos)
-        << c.status.message();
+    EXPECT_EQ(c.status.code(), StatusCode::invalid_argument) << c.prefix << ": " << c.status.message();
+    EXPECT_EQ(c.status.message().rfind(c.prefix, 0), 0u) << "want " << c.prefix << "\ngot  " << c.status.message();
   }
-  for (const HostTensor* t : {&b.k_cache, &b.v_cache})
+  for (const HostTensor* t : {&b.k_cache, &b.v_cache, &kc_empty, &vc_empty})
     for (int64_t i = 0; i < t->numel(); ++i) ASSERT_EQ(t->bits_flat(i), t->poison_code()) << "written on error";
+  for (int64_t i = 0; i < 2 * 4 * s.Hk * s.D; ++i)  // the slot mapping's 32 bytes, then the poison
+    ASSERT_EQ(shared.bits_flat(i), i < 32 ? (i % 8 == 0 ? static_cast<uint64_t>(i / 8) : 0u) : shared.poison_code())
+        << "shared byte " << i;
+  EXPECT_TRUE(b.k.guards_intact() && shared.guards_intact());
 }
 
 // A slot beyond the cache or repeated, and a non-positive scale: rejected by the reference always

@@ -135,8 +135,18 @@ TensorView shifted(TensorView t, int64_t bytes) {
   return t;
 }
 
+// Both caches cut to one block of one slot (one head row: 32 bytes in bf16, 16 in fp8), so a cache
+// placed over another tensor lies inside it and the overlap reported is that one, whatever the
+// allocator put next to it.
+void one_row_caches(Call& c) {
+  for (TensorView* t : {&c.kv.k_cache, &c.kv.v_cache}) t->shape[0] = t->shape[1] = 1;
+}
+
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> kRules = {
+      {"PositionsAbsent", false, [](Call& c, KvBuffers&) { c.pos = TensorView{}; }, "positions: expected a tensor"},
+      {"QAbsent", false, [](Call& c, KvBuffers&) { c.q = TensorView{}; }, "q: expected a tensor"},
+      {"CosSinAbsent", false, [](Call& c, KvBuffers&) { c.cache = TensorView{}; }, "cos_sin_cache: expected a tensor"},
       {"KAbsent", false, [](Call& c, KvBuffers&) { c.k = TensorView{}; }, "k: expected a tensor"},
       {"VAbsent", false, [](Call& c, KvBuffers&) { c.v = TensorView{}; }, "v: expected a tensor"},
       {"SlotsAbsent", false, [](Call& c, KvBuffers&) { c.slots = TensorView{}; }, "slot_mapping: expected a tensor"},
@@ -145,7 +155,14 @@ const std::vector<Rule>& rules() {
       {"QF32", false, [](Call& c, KvBuffers&) { c.q.dtype = c.k.dtype = c.v.dtype = DType::f32; }, "q: expected dtype"},
       {"VDtype", false, [](Call& c, KvBuffers&) { c.v.dtype = DType::f16; }, "v: expected dtype bf16 (as q)"},
       {"VShape", false, [](Call& c, KvBuffers&) { c.v.shape[2] = 8; }, "v: expected shape [4, 1, 16] (as k)"},
-      {"SlotsDtype", false, [](Call& c, KvBuffers&) { c.slots.dtype = DType::i32; }, "slot_mapping: expected dtype i64"},
+      {"PositionsDtype", false, [](Call& c, KvBuffers&) { c.pos.dtype = DType::f32; },
+       "positions: expected dtype i32 or i64"},
+      {"PositionsRank", false, [](Call& c, KvBuffers&) { c.pos.ndim = 2, c.pos.shape[1] = 1, c.pos.stride[1] = 1; },
+       "positions: expected 1 dimensions"},
+      {"SlotsRank", false, [](Call& c, KvBuffers&) { c.slots.ndim = 2, c.slots.shape[1] = 1, c.slots.stride[1] = 1; },
+       "slot_mapping: expected 1 dimensions"},
+      {"SlotsDtype", false, [](Call& c, KvBuffers&) { c.slots.dtype = DType::i32; },
+       "slot_mapping: expected dtype i64"},
       {"SlotsLength", false, [](Call& c, KvBuffers&) { c.slots.shape[0] = 3; }, "slot_mapping: expected dim 0 = 4"},
       {"KCacheDtype", false, [](Call& c, KvBuffers&) { c.kv.k_cache.dtype = c.kv.v_cache.dtype = DType::f16; },
        "k_cache: expected dtype"},
@@ -155,11 +172,15 @@ const std::vector<Rule>& rules() {
       {"KCacheHeads", false, [](Call& c, KvBuffers&) { c.kv.k_cache.shape[2] = 2; }, "k_cache: expected dim 2 = 1"},
       {"KCacheHeadDim", false, [](Call& c, KvBuffers&) { c.kv.k_cache.shape[3] = 8; }, "k_cache: expected dim 3 = 16"},
       {"KCacheNoBlocks", false, [](Call& c, KvBuffers&) { c.kv.k_cache.shape[0] = 0; }, "k_cache: expected dim 0 >= 1"},
+      {"KCacheNoSlots", false, [](Call& c, KvBuffers&) { c.kv.k_cache.shape[1] = 0; }, "k_cache: expected dim 1 >= 1"},
+      {"KScaleMisaligned", true, [](Call& c, KvBuffers&) { c.kv.k_scale = shifted(c.kv.k_scale, 1); },
+       "k_scale: expected data aligned to 4"},
       {"VCacheShape", false, [](Call& c, KvBuffers&) { c.kv.v_cache.shape[0] = 2; }, "v_cache: expected shape"},
       {"ScaleForBf16", false, [](Call& c, KvBuffers& b) { c.kv.k_scale = b.k_scale.view(); }, "k_scale: expected none"},
       {"KScaleMissing", true, [](Call& c, KvBuffers&) { c.kv.k_scale = TensorView{}; }, "k_scale: expected a tensor"},
       {"VScaleShape", true, [](Call& c, KvBuffers&) { c.kv.v_scale.shape[0] = 2; }, "v_scale: expected shape [1]"},
-      {"VScaleDtype", true, [](Call& c, KvBuffers&) { c.kv.v_scale.dtype = DType::bf16; }, "v_scale: expected dtype f32"},
+      {"VScaleDtype", true, [](Call& c, KvBuffers&) { c.kv.v_scale.dtype = DType::bf16; },
+       "v_scale: expected dtype f32"},
       {"KCacheInnerStride", false, [](Call& c, KvBuffers&) { c.kv.k_cache.stride[3] = 2; },
        "k_cache: expected a contiguous innermost"},
       {"VCacheNegativeStride", false, [](Call& c, KvBuffers&) { c.kv.v_cache.stride[0] = -c.kv.v_cache.stride[0]; },
@@ -174,10 +195,22 @@ const std::vector<Rule>& rules() {
       {"KCacheOverV", false, [](Call& c, KvBuffers&) { c.kv.k_cache.data = c.v.data; },
        "k_cache: expected no overlap with v"},
       {"QOverV", false, [](Call& c, KvBuffers&) { c.v.data = c.q.data; }, "q: expected no overlap with v"},
-      {"KOverSlots", false, [](Call& c, KvBuffers&) { c.slots.data = c.k.data; }, "k: expected no overlap with slot_mapping"},
+      {"KOverSlots", false, [](Call& c, KvBuffers&) { c.slots.data = c.k.data; },
+       "k: expected no overlap with slot_mapping"},
       {"VCacheOverQ", false, [](Call& c, KvBuffers&) { c.kv.v_cache.data = c.q.data; },
        "v_cache: expected no overlap with q"},
-      {"VCacheOnCuda", false, [](Call& c, KvBuffers&) { c.kv.v_cache.device = Device::cuda; }, "v_cache: expected device cpu"},
+      {"KCacheOverK", false, [](Call& c, KvBuffers&) { one_row_caches(c), c.kv.k_cache.data = c.k.data; },
+       "k_cache: expected no overlap with k"},
+      {"VCacheOverK", false, [](Call& c, KvBuffers&) { one_row_caches(c), c.kv.v_cache.data = c.k.data; },
+       "v_cache: expected no overlap with k"},
+      {"KCacheOverPositions", false, [](Call& c, KvBuffers&) { one_row_caches(c), c.kv.k_cache.data = c.pos.data; },
+       "k_cache: expected no overlap with positions"},
+      {"VCacheOverCosSin", false, [](Call& c, KvBuffers&) { one_row_caches(c), c.kv.v_cache.data = c.cache.data; },
+       "v_cache: expected no overlap with cos_sin_cache"},
+      {"KCacheOverKScale", true, [](Call& c, KvBuffers&) { one_row_caches(c), c.kv.k_cache.data = c.kv.k_scale.data; },
+       "k_cache: expected no overlap with k_scale"},
+      {"VCacheOnCuda", false, [](Call& c, KvBuffers&) { c.kv.v_cache.device = Device::cuda; },
+       "v_cache: expected device cpu"},
       {"HostTensorsOnCudaBackend", false, [](Call& c, KvBuffers&) { c.backend = Backend::cuda; },
        "positions: expected a cuda tensor"},
   };
@@ -208,9 +241,14 @@ INSTANTIATE_TEST_SUITE_P(Rules, RopeKvValidation, ::testing::ValuesIn(rules()),
 TEST(RopeKvValidationControl, StyleRejected) {
   TEJAS_SEEDED_TEST_RNG();
   KvBuffers b = ropetest::make_kv_buffers(rng, kV, DType::bf16, DType::bf16, DType::f32, kMaxPos, 0);
-  TEJAS_EXPECT_INVALID(rope_kv_cache_write(ropetest::reference_ctx(), b.pos, b.q, b.k, b.v, b.cache,
-                                           static_cast<RopeStyle>(7), b.slots, b.paged()),
-                       "rope_kv_cache_write: style: expected neox or gptj");
+  const auto q0 = optest::bits_of(b.q), k0 = optest::bits_of(b.k), kc0 = optest::bits_of(b.k_cache),
+             vc0 = optest::bits_of(b.v_cache);
+  for (Backend backend : {Backend::reference, Backend::emulator})
+    TEJAS_EXPECT_INVALID(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache,
+                                             static_cast<RopeStyle>(7), b.slots, b.paged()),
+                         "rope_kv_cache_write: style: expected neox or gptj");
+  EXPECT_TRUE(optest::unchanged(b.q, q0) && optest::unchanged(b.k, k0));
+  EXPECT_TRUE(optest::unchanged(b.k_cache, kc0) && optest::unchanged(b.v_cache, vc0));
 }
 
 // Index contents: the reference always rejects them, the emulator only in debug-check mode.
