@@ -111,6 +111,23 @@ TEST(Validate, ExtentPastTwoToThe56Rejected) {
   EXPECT_TRUE(check({0, std::numeric_limits<int64_t>::max()}, {1, 1}).ok()) << "no elements";
 }
 
+// defined's other rules: a null pointer (absent), a rank outside 0..kMaxDims, a negative size.
+TEST(Validate, DefinedRejectsAbsentBadRankAndNegativeSizes) {
+  float buf[4];
+  TensorView t = TensorView::contiguous(buf, DType::f32, {2, 2});
+  const auto message = [](const TensorView& v) { return Validator("op").defined(v, "x").status().message(); };
+  TensorView absent = t, deep = t, negative_rank = t, negative = t;
+  absent.data = nullptr;
+  deep.ndim = kMaxDims + 1;
+  negative_rank.ndim = -1;
+  negative.shape[1] = -2;
+  EXPECT_EQ(message(absent), "op: x: expected a tensor, got none (null data)");
+  EXPECT_EQ(message(deep), "op: x: expected 0..6 dimensions, got 7");
+  EXPECT_EQ(message(negative_rank), "op: x: expected 0..6 dimensions, got -1");
+  EXPECT_EQ(message(negative), "op: x: expected non-negative sizes, got shape [2, -2]");
+  EXPECT_TRUE(Validator("op").defined(t, "x").ok());
+}
+
 // Through a public op: a hostile x whose element count wraps to 0 is rejected before any work
 // (not run as an empty call), the output untouched.
 TEST(Validate, OpRejectsWrappingViews) {
