@@ -506,24 +506,28 @@ TEST(RopeKvCacheWriteKernel, MisalignedViews) {
   }
 }
 
-// NaN and out-of-range values reach fp8 caches as NaN codes and saturated codes; under each
-// poison byte (the default 0xFF is e4m3's NaN code: an unwritten code would read as NaN).
-TEST(RopeKvCacheWriteKernel, EmulatorSaturatesAndKeepsNaN) {
+// NaN and out-of-range values reach fp8 caches as NaN codes and saturated codes, on the emulator
+// and the GPU when present; under each poison byte (the default 0xFF is e4m3's NaN code: an
+// unwritten code would read as NaN).
+TEST(RopeKvCacheWriteKernel, SaturatesAndKeepsNaN) {
   TEJAS_SEEDED_TEST_RNG();
-  testsupport::for_each_poison([&] {
-    const KvShape s{2, 1, 1, 8, 8, 1, 2};
-    KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::f16, DType::e4m3, DType::f32, kMaxPos, 0, 0.01, 0.01);
-    b.v.set({0, 0, 3}, 1000.0);
-    b.v.set({0, 0, 4}, -1000.0);
-    b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
-                                        RopeStyle::neox, b.slots, b.paged()));
-    const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
-    EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
-    EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
-    EXPECT_TRUE(std::isnan(b.v_cache.get({0, slot1, 0, 5})));
-    check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
-  });
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends)
+    testsupport::for_each_poison([&] {
+      SCOPED_TRACE(backend_name(backend));
+      const KvShape s{2, 1, 1, 8, 8, 1, 2};
+      KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::f16, DType::e4m3, DType::f32, kMaxPos, 0, 0.01, 0.01);
+      b.v.set({0, 0, 3}, 1000.0);
+      b.v.set({0, 0, 4}, -1000.0);
+      b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
+      write_fused(b, backend);
+      const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
+      EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
+      EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
+      EXPECT_TRUE(std::isnan(b.v_cache.get({0, slot1, 0, 5})));
+      check_cache(b.v_cache, b.v, b.slots, b.v_scale, s, "v_cache");
+    });
 }
 
 }  // namespace
