@@ -1,4 +1,5 @@
 // Small definitions behind the public value types (DType, Status, TensorView, Backend).
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -113,12 +114,15 @@ void TensorView::byte_extent(int64_t* lo, int64_t* hi) const {
 }
 
 std::string TensorView::describe() const {
+  // A view that failed validation may have any ndim: only the stored dimensions are read.
+  const int shown = std::clamp(ndim, 0, kMaxDims);
   std::ostringstream os;
   os << dtype_name(dtype) << "[";
-  for (int d = 0; d < ndim; ++d) os << (d ? ", " : "") << shape[d];
+  for (int d = 0; d < shown; ++d) os << (d ? ", " : "") << shape[d];
   os << "] stride [";
-  for (int d = 0; d < ndim; ++d) os << (d ? ", " : "") << stride[d];
+  for (int d = 0; d < shown; ++d) os << (d ? ", " : "") << stride[d];
   os << "] " << (device == Device::cpu ? "cpu" : "cuda:" + std::to_string(device_index));
+  if (shown != ndim) os << " (ndim " << ndim << ")";
   return os.str();
 }
 

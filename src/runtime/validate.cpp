@@ -1,5 +1,6 @@
 #include "runtime/validate.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -9,10 +10,12 @@
 namespace tejas::detail {
 
 std::string shape_string(const TensorView& t) {
+  const int shown = std::clamp(t.ndim, 0, kMaxDims);  // any ndim: only the stored dimensions are read
   std::ostringstream os;
   os << "[";
-  for (int d = 0; d < t.ndim; ++d) os << (d ? ", " : "") << t.shape[d];
+  for (int d = 0; d < shown; ++d) os << (d ? ", " : "") << t.shape[d];
   os << "]";
+  if (shown != t.ndim) os << " (ndim " << t.ndim << ")";
   return os.str();
 }
 
@@ -46,13 +49,23 @@ Validator& Validator::positive_f32(double value, const char* name) {
 }
 
 bool extent_fits(const TensorView& t) {
-  for (int d = 0; d < t.ndim; ++d)
-    if (t.shape[d] == 0) return true;  // no elements: numel and the extents are 0
   constexpr int64_t kMax = int64_t{1} << kMaxExtentLog2;
-  int64_t n = 1, first = 0, last = 0;
+  // Every stride, and the product of the non-zero sizes, whatever the view holds: numel and
+  // is_contiguous multiply sizes in order (an empty view's other sizes too), the alignment and
+  // overlap checks multiply strides by bits (a size-1 dimension's too).
+  bool empty = false;
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.stride[d] > kMax || t.stride[d] < -kMax) return false;
+    if (t.shape[d] == 0)
+      empty = true;
+    else if (__builtin_mul_overflow(n, t.shape[d], &n) || n > kMax)
+      return false;
+  }
+  if (empty) return true;  // no elements: the extents are 0
+  int64_t first = 0, last = 0;
   for (int d = 0; d < t.ndim; ++d) {
     int64_t span = 0;
-    if (__builtin_mul_overflow(n, t.shape[d], &n) || n > kMax) return false;
     if (__builtin_mul_overflow(t.shape[d] - 1, t.stride[d], &span) || span > kMax || span < -kMax) return false;
     (span < 0 ? first : last) += span;  // each sum stays within +-2 x 2^56 before this check
     if (first < -kMax || last > kMax) return false;

@@ -96,10 +96,11 @@ std::string dtype_list(std::initializer_list<DType> allowed);
 bool views_may_overlap(const TensorView& a, const TensorView& b);
 bool views_identical(const TensorView& a, const TensorView& b);
 bool elements_distinct(const TensorView& t);
-// The most elements, and the farthest element offset from a view's base either way, a view may
-// have (log2), which Validator::defined checks: numel, byte_extent and the overlap checks
-// multiply sizes, strides and bits in int64, exact below it (2^56 elements x 64 bits < 2^63). A
-// hostile view past it (sizes whose product wraps to 0, say) is rejected, never mis-sized.
+// The most elements (the product of the non-zero sizes), the largest stride and the farthest
+// element offset from a view's base either way a view may have (log2), which Validator::defined
+// checks: numel, byte_extent and the overlap checks multiply sizes, strides and bits in int64,
+// exact below it (2^56 elements x 64 bits < 2^63). A hostile view past it (sizes whose product
+// wraps to 0, say) is rejected, never mis-sized.
 inline constexpr int kMaxExtentLog2 = 56;
 bool extent_fits(const TensorView& t);
 

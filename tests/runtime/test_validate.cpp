@@ -97,7 +97,11 @@ TEST(Validate, ExtentPastTwoToThe56Rejected) {
            {{2, 3}, {k56 + 1, 1}},
            {{2, 3}, {-(k56 + 1), 1}},
            {{3, 3}, {std::numeric_limits<int64_t>::max() / 2, 1}},
-           {{2, 2, 2}, {k56 / 2 + 1, k56 / 2 + 1, 1}}}) {
+           {{2, 2, 2}, {k56 / 2 + 1, k56 / 2 + 1, 1}},
+           // An empty view's other sizes, and a size-1 dimension's stride, bounded too.
+           {{k32, k32, 0}, {1, 1, 1}},
+           {{0, std::numeric_limits<int64_t>::max()}, {1, 1}},
+           {{1, 4}, {k56 + 1, 1}}}) {
     const Status s = check(shape, stride);
     EXPECT_EQ(s.code(), StatusCode::invalid_argument) << ::testing::PrintToString(shape);
     EXPECT_EQ(s.message().rfind("op: x: expected an element count and element offsets of at most 2^56, got f32[", 0),
@@ -108,7 +112,9 @@ TEST(Validate, ExtentPastTwoToThe56Rejected) {
   EXPECT_TRUE(check({2, 3}, {k56 - 2, 1}).ok()) << "a last offset of 2^56: at the bound";
   EXPECT_TRUE(check({2, 3}, {-k56, 1}).ok()) << "a first offset of -2^56: at the bound";
   EXPECT_FALSE(check({2, 3}, {k56 - 1, 1}).ok()) << "a last offset of 2^56 + 1";
-  EXPECT_TRUE(check({0, std::numeric_limits<int64_t>::max()}, {1, 1}).ok()) << "no elements";
+  EXPECT_TRUE(check({0, k56}, {k56, 1}).ok()) << "no elements, sizes and strides at the bound";
+  EXPECT_TRUE(check({1, 4}, {k56, 1}).ok()) << "a size-1 dimension's stride at the bound";
+  EXPECT_TRUE(check({4, 3}, {0, 1}).ok()) << "a broadcast (stride 0) dimension";
 }
 
 // defined's other rules: a null pointer (absent), a rank outside 0..kMaxDims, a negative size.
@@ -126,6 +132,10 @@ TEST(Validate, DefinedRejectsAbsentBadRankAndNegativeSizes) {
   EXPECT_EQ(message(negative_rank), "op: x: expected 0..6 dimensions, got -1");
   EXPECT_EQ(message(negative), "op: x: expected non-negative sizes, got shape [2, -2]");
   EXPECT_TRUE(Validator("op").defined(t, "x").ok());
+  // A view that failed validation may reach a message through describe / shape_string: only its
+  // stored dimensions are read, the bad rank said.
+  EXPECT_EQ(deep.describe(), "f32[2, 2, 0, 0, 0, 0] stride [2, 1, 0, 0, 0, 0] cpu (ndim 7)");
+  EXPECT_EQ(detail::shape_string(negative_rank), "[] (ndim -1)");
 }
 
 // Through a public op: a hostile x whose element count wraps to 0 is rejected before any work

@@ -56,6 +56,7 @@ void check_tensor_scale(Validator& v, MxFormat f, const TensorView& ts) {
     return;
   }
   v.defined(ts, "tensor_scale").dtype_in(ts, "tensor_scale", {DType::f32}).shape(ts, "tensor_scale", {1});
+  v.element_aligned(ts, "tensor_scale");  // the kernels load it as one f32
 }
 
 namespace {

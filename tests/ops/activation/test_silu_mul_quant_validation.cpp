@@ -116,6 +116,8 @@ const std::vector<Rule>& rules() {
        },
        "scales: expected non-negative strides"},
       {"TensorScaleShape", kNv, [](Args& a, Buffers&) { a.ts.shape[0] = 2; }, "tensor_scale: expected shape [1]"},
+      {"TensorScaleMisaligned", kNv, [](Args& a, Buffers&) { a.ts = shifted(a.ts, 2); },
+       "tensor_scale: expected data aligned to 4"},
       {"XInnerStride", kAll,
        [](Args& a, Buffers& b) {
          a.x.data = b.spare.view().data;

@@ -93,6 +93,8 @@ const std::vector<Rule<Call2>>& rules2() {
       {"LseADtype", "lse_a", [](Call2& c) { c.lse_a.dtype = DType::bf16; }},
       {"LseBDtype", "lse_b", [](Call2& c) { c.lse_b.dtype = DType::f64; }},
       {"OutLseDtype", "out_lse", [](Call2& c) { c.out_lse.dtype = DType::f16; }},
+      {"OutLseRankPastMax", "out_lse", [](Call2& c) { c.out_lse.ndim = tejas::kMaxDims + 1; }},
+      {"OutLseSizesWrap", "out_lse", [](Call2& c) { c.out_lse.shape[0] = c.out_lse.shape[1] = int64_t{1} << 32; }},
       {"VARank", "v_a", [](Call2& c) { c.v_a.ndim = 2; }},
       {"VBShape", "v_b", [](Call2& c) { c.v_b.shape[2] = 4; }},
       {"OutShape", "out", [](Call2& c) { c.out.shape[0] = 2; }},
@@ -118,10 +120,7 @@ const std::vector<Rule<Call2>>& rules2() {
          c.v_b = c.v_a;
        }},
       {"OutLseIsLseB", "out_lse", [](Call2& c) { c.out_lse = c.lse_b; }},
-      {"OutLseOverlapsOut", "out_lse",
-       [](Call2& c) {
-         c.out_lse.data = c.out.data;
-       }},
+      {"OutLseOverlapsOut", "out_lse", [](Call2& c) { c.out_lse.data = c.out.data; }},
   };
   return kRules;
 }
@@ -135,6 +134,7 @@ const std::vector<Rule<CallN>>& rules_n() {
       {"OutDtypeDiffers", "out", [](CallN& c) { c.out.dtype = DType::f16; }},
       {"LsePartsDtype", "lse_parts", [](CallN& c) { c.lse_parts.dtype = DType::bf16; }},
       {"OutLseDtype", "out_lse", [](CallN& c) { c.out_lse.dtype = DType::f64; }},
+      {"OutLseRankPastMax", "out_lse", [](CallN& c) { c.out_lse.ndim = tejas::kMaxDims + 1; }},
       {"VPartsRank", "v_parts", [](CallN& c) { c.v_parts.ndim = 3; }},
       {"ZeroParts", "v_parts", [](CallN& c) { c.v_parts.shape[0] = 0; }},
       {"LsePartsShape", "lse_parts", [](CallN& c) { c.lse_parts.shape[0] = 1; }},

@@ -93,6 +93,9 @@ const std::vector<Rule>& rules() {
       {"SinksRank", "sinks", [](Call& c, DecodeProblem&) { c.sinks.ndim = 2; }},
       {"OutRank", "out", [](Call& c, DecodeProblem&) { c.out.ndim = 3; }},
       {"LseRank", "lse", [](Call& c, DecodeProblem&) { c.lse.ndim = 2; }},
+      {"SinksRankPastMax", "sinks", [](Call& c, DecodeProblem&) { c.sinks.ndim = tejas::kMaxDims + 1; }},
+      {"LseSizesWrap", "lse",
+       [](Call& c, DecodeProblem&) { c.lse.shape[0] = c.lse.shape[1] = c.lse.shape[2] = int64_t{1} << 22; }},
       // shapes
       {"TooManyQueries", "q", [](Call& c, DecodeProblem&) { set_dim(c.q, 1, tejas::kMaxDecodeQueries + 1); }},
       {"ZeroQueries", "q", [](Call& c, DecodeProblem&) { set_dim(c.q, 1, 0); }},
@@ -154,17 +157,19 @@ const std::vector<Rule>& rules() {
          c.out.dtype = c.q.dtype = c.k_cache.dtype;
        }},
       {"LseOverlapsSinks", "lse", [](Call& c, DecodeProblem&) { c.lse.data = c.sinks.data; }},
-      {"LseOverlapsOut", "lse",
-       [](Call& c, DecodeProblem&) {
-         c.lse.data = c.out.data;
-       }},
+      {"LseOverlapsOut", "lse", [](Call& c, DecodeProblem&) { c.lse.data = c.out.data; }},
       // index contents (reference backend: always checked)
       {"SeqLenBelowQ", "seq_lens", [](Call&, DecodeProblem& p) { p.seq_lens.set({1}, 1); }},
       {"SeqLenBeyondTable", "seq_lens",
        [](Call&, DecodeProblem& p) { p.seq_lens.set({0}, static_cast<double>(p.max_blocks * 4 + 1)); }},
       {"BlockIndexPastEnd", "block_table",
-       [](Call&, DecodeProblem& p) { p.block_table.set({1, 2}, static_cast<double>(p.num_blocks)); }},
-      {"NegativeBlockIndex", "block_table", [](Call&, DecodeProblem& p) { p.block_table.set({0, 0}, -1); }},
+       [](Call&, DecodeProblem& p) {
+         p.block_table.set({1, 2}, static_cast<double>(p.num_blocks));
+       }},
+      {"NegativeBlockIndex", "block_table",
+       [](Call&, DecodeProblem& p) {
+         p.block_table.set({0, 0}, -1);
+       }},
   };
   return kRules;
 }

@@ -20,6 +20,7 @@
 #include "ops/common/emu_launch.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "runtime/tune.h"
+#include "support/op_snapshots.h"
 #include "support/poison.h"
 #include "support/seed.h"
 
@@ -634,6 +635,7 @@ TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
   TensorView slots_in_shared = TensorView::contiguous(shared.view().data, DType::i64, {s.T});
   for (int64_t t = 0; t < s.T; ++t) static_cast<int64_t*>(slots_in_shared.data)[t] = t;
   over_slots.v_cache = TensorView::contiguous(shared.view().data, DType::e4m3, {2, 4, s.Hk, s.D});
+  const auto k_before = optest::bits_of(b.k), v_before = optest::bits_of(b.v);
   ExecContext ctx;
   ctx.backend = Backend::emulator;
   struct Case {
@@ -671,7 +673,8 @@ TEST(KvCacheWrite, InvalidArgumentsNamedAndNothingWritten) {
   for (int64_t i = 0; i < 2 * 4 * s.Hk * s.D; ++i)  // the slot mapping's 32 bytes, then the poison
     ASSERT_EQ(shared.bits_flat(i), i < 32 ? (i % 8 == 0 ? static_cast<uint64_t>(i / 8) : 0u) : shared.poison_code())
         << "shared byte " << i;
-  EXPECT_TRUE(b.k.guards_intact() && shared.guards_intact());
+  EXPECT_TRUE(optest::unchanged(b.k, k_before) && optest::unchanged(b.v, v_before)) << "k or v written";
+  EXPECT_TRUE(b.k.guards_intact() && shared.guards_intact() && kc_empty.guards_intact() && vc_empty.guards_intact());
 }
 
 // A slot beyond the cache or repeated, and a non-positive scale: rejected by the reference always

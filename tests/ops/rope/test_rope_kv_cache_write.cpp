@@ -136,8 +136,8 @@ TensorView shifted(TensorView t, int64_t bytes) {
 }
 
 // Both caches cut to one block of one slot (one head row: 32 bytes in bf16, 16 in fp8), so a cache
-// placed over another tensor lies inside it and the overlap reported is that one, whatever the
-// allocator put next to it.
+// placed over another tensor lies inside it, or past its end only into its guard bytes (k_scale's
+// 4), and the overlap reported is that one, whatever the allocator put next to it.
 void one_row_caches(Call& c) {
   for (TensorView* t : {&c.kv.k_cache, &c.kv.v_cache}) t->shape[0] = t->shape[1] = 1;
 }

@@ -521,7 +521,7 @@ TEST(RopeKvCacheWriteKernel, SaturatesAndKeepsNaN) {
       b.v.set({0, 0, 3}, 1000.0);
       b.v.set({0, 0, 4}, -1000.0);
       b.v.set({1, 0, 5}, std::numeric_limits<double>::quiet_NaN());
-      write_fused(b, backend);
+      ASSERT_NO_FATAL_FAILURE(write_fused(b, backend));
       const auto slot0 = static_cast<int64_t>(b.slots.get({0})), slot1 = static_cast<int64_t>(b.slots.get({1}));
       EXPECT_EQ(b.v_cache.get({0, slot0, 0, 3}), 448.0);
       EXPECT_EQ(b.v_cache.get({0, slot0, 0, 4}), -448.0);
