@@ -43,7 +43,7 @@ TEST(GeluTanhMulKernel, FastAndAccurateMathMatchReference) {
 }
 
 // Gates where 1 + tanh(z) cancels and e^-2z overflows f32 (g < -10.1) while the result is still
-// a normal bf16 / f32 number.
+// a normal bf16 / f32 number; the GPU too when present.
 TEST(GeluTanhMulKernel, NegativeTailKeepsRelativeAccuracy) {
   const double gates[] = {-3.0, -5.0, -8.0, -9.5, -10.0, -10.2, -10.4, -11.0};
   constexpr int64_t F = 8;
@@ -57,6 +57,7 @@ TEST(GeluTanhMulKernel, NegativeTailKeepsRelativeAccuracy) {
     ASSERT_TRUE(gelu_tanh_mul(ctx_of(Backend::emulator), x, out).ok());
     EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::gelu)) << dtype_name(dt);
     EXPECT_LT(out.get({0, 5}), 0.0) << dtype_name(dt) << ": gelu(-10.2) ~ -1e-38 is not zero";
+    cuda_matches_reference(kGelu, x, want, Which::gelu, {}, std::string(dtype_name(dt)));
   }
 }
 

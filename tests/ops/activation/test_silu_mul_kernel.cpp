@@ -90,7 +90,8 @@ TEST(SiluMulKernel, ClampedMatchesReference) {
 // and must not flush to zero; e^-g overflows f32 there, so this pins the kernel's formula. With
 // up = 1e30 the results are normal f32 numbers although e^g is an f32 subnormal (g < -87.3):
 // they must keep f32's relative accuracy (an e^g computed as a subnormal f32 kept only 10-14
-// bits, ~1e-4 relative error against a bound of ~2e-5 here).
+// bits, ~1e-4 relative error against a bound of ~2e-5 here). The GPU too when present (its
+// __expf and subnormals), as in the two tests below.
 TEST(SiluMulKernel, FarNegativeGatesKeepTinyResults) {
   const double gates[] = {-20.0, -80.0, -87.0, -90.0, -95.0, -100.0, -103.0, -110.0};
   constexpr int64_t F = 8;
@@ -106,6 +107,7 @@ TEST(SiluMulKernel, FarNegativeGatesKeepTinyResults) {
       ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out).ok());
       EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu));
       EXPECT_LT(out.get({0, 3}), 0.0) << "silu(-90) * up is a normal f32 / bf16 number";
+      cuda_matches_reference(silu_call({}), x, want, Which::silu, {}, std::string(dtype_name(dt)));
     }
   }
 }
@@ -131,10 +133,15 @@ TEST(SiluMulKernel, FarNegativeSigmoidArgumentsKeepRelativeAccuracy) {
       ASSERT_TRUE(gelu_tanh_mul(ctx_of(Backend::reference), x, want).ok());
       ASSERT_TRUE(gelu_tanh_mul(ctx_of(Backend::emulator), x, out).ok());
       EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::gelu));
+      const GatedCall gelu_call = [](const ExecContext& ctx, const TensorView& in, const TensorView& o_) {
+        return gelu_tanh_mul(ctx, in, o_);
+      };
+      cuda_matches_reference(gelu_call, x, want, Which::gelu, {}, "gelu_tanh_mul");
     } else {
       ASSERT_TRUE(silu_mul(ctx_of(Backend::reference), x, want, o).ok());
       ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
       EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
+      cuda_matches_reference(silu_call(o), x, want, Which::silu_clamped, o, "clamped silu_mul");
     }
   }
 }
@@ -158,6 +165,7 @@ TEST(SiluMulKernel, FarNegativeArgumentsWithHugeUpDoNotOverflow) {
   ASSERT_TRUE(std::isfinite(want.get({0, 0}))) << "the reference result should be finite";
   ASSERT_TRUE(silu_mul(ctx_of(Backend::emulator), x, out, o).ok());
   EXPECT_TRUE(matches_reference(out.view(), want.view(), x.view(), Which::silu_clamped, o));
+  cuda_matches_reference(silu_call(o), x, want, Which::silu_clamped, o, "f32");
 }
 
 // The header's non-finite cases, on the kernel (and the GPU when there is one): each against the

@@ -85,6 +85,9 @@ void run_case(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOp
   }
 }
 
+// The same case on the GPU (defined below).
+void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {});
+
 class SiluMulQuantKernel : public ::testing::TestWithParam<Kind> {};
 
 // Under each poison byte: under the default 0xFF an unwritten fp4 nibble reads as -6 (e2m1 0xF),
@@ -108,11 +111,15 @@ TEST_P(SiluMulQuantKernel, OneColumnBlockMatchesExpectation) {
 
 // Row 0's NaN group must get the NaN scale (f32 NaN, ue8m0 0xFF: both read as the default 0xFF
 // poison) and NaN codes; its +Inf gate the top code: checked under finite poisons as well.
-// kCases[4] (F = 384, padded rows) has the NaN group for every kind.
+// kCases[4] (F = 384, padded rows) has the NaN group for every kind. The GPU too when present.
 TEST_P(SiluMulQuantKernel, NonFiniteGroupsUnderEachPoison) {
   TEJAS_SEEDED_TEST_RNG();
+  const bool gpu = check::cuda_available();
   for (DType dt : {DType::bf16, DType::f16})
-    testsupport::for_each_poison([&] { run_case(rng, GetParam(), dt, kCases[4]); });
+    testsupport::for_each_poison([&] {
+      run_case(rng, GetParam(), dt, kCases[4]);
+      if (gpu) run_case_cuda(rng, GetParam(), dt, kCases[4]);
+    });
 }
 
 // Rows of one group (F = 16 nvfp4, 32 mxfp4, 128 fp8) and of group counts that are not a power
@@ -137,20 +144,24 @@ TEST_P(SiluMulQuantKernel, FewAndOddGroupCounts) {
 
 // Limit 7 (the default) is a bf16 / f16 value: the fast kernel clamps x's 16-bit words; 6.9 is
 // neither: it clamps in f32 (act_math.cuh's clamp_pairs). One token, three, the widest row
-// (F = 16384) and misaligned views.
+// (F = 16384) and misaligned views; the GPU too when present.
 TEST_P(SiluMulQuantKernel, Clamped) {
   TEJAS_SEEDED_TEST_RNG();
+  const bool gpu = check::cuda_available();
   for (double limit : {7.0, 6.9}) {
     SiluMulOptions o;
     o.clamped = true;
     o.limit = limit;
     for (DType dt : {DType::bf16, DType::f16})
-      for (const FCase& c : {kCases[0], kCases[1], kCases[3], kCases[5]}) run_case(rng, GetParam(), dt, c, o);
+      for (const FCase& c : {kCases[0], kCases[1], kCases[3], kCases[5]}) {
+        run_case(rng, GetParam(), dt, c, o);
+        if (gpu) run_case_cuda(rng, GetParam(), dt, c, o);
+      }
   }
 }
 
 // One case on the GPU: the same tensors, expectations and guards as run_case.
-void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {}) {
+void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt) {
   SCOPED_TRACE(::testing::Message() << "cuda " << dtype_name(dt) << " T=" << c.T << " F=" << c.F
                                     << (opt.clamped ? " clamped" : ""));
   Tensors m = make_tensors(rng, k, dt, c, opt);
@@ -241,7 +252,10 @@ TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
         EXPECT_EQ(act::last_quant_config().packed_fp4, fp4 && packed == 1);
         for (int64_t i = 0; i < m.qs.numel(); ++i) q_bits[packed].push_back(m.qs.bits_flat(i));
         for (int64_t i = 0; i < m.ss.numel(); ++i) s_bits[packed].push_back(m.ss.bits_flat(i));
-        if (packed == 0) run_case(rng, k, dt, c);
+        if (packed == 0) {
+          run_case(rng, k, dt, c);
+          if (check::cuda_available()) run_case_cuda(rng, k, dt, c);  // the GPU's unpacked conversions
+        }
       }
       EXPECT_EQ(q_bits[0], q_bits[1]) << kind_name(k) << " " << dtype_name(dt) << " T=" << c.T << " F=" << c.F;
       EXPECT_EQ(s_bits[0], s_bits[1]);

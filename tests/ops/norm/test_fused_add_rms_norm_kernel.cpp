@@ -83,27 +83,39 @@ void run_all(Backend b, const std::vector<NormCase>& cases) {
 
 TEST(FusedAddRmsNormKernel, MatchesReference) { run_all(Backend::emulator, plain_cases()); }
 TEST(FusedAddRmsNormKernel, Fp8AndMisaligned) { run_all(Backend::emulator, fp8_and_misaligned_cases()); }
-// The widest row: bf16, f16 (with an f32 residual) and f32, and bf16 into fp8.
-TEST(FusedAddRmsNormKernel, LargestHidden) {
-  run_all(Backend::emulator, {fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0}),
-                              fused(DType::f16, DType::f16, DType::f32, DType::f16, {2, 16384, 0}),
-                              fused(DType::f32, DType::f32, DType::f32, DType::f32, {1, 16384, 0}),
-                              fused(DType::bf16, DType::f32, DType::bf16, DType::e4m3, {2, 16384, 0})});
+// The widest row: bf16, f16 (with an f32 residual) and f32, and bf16 into fp8; on the GPU too
+// (FusedAddRmsNormKernelCuda.MatchesReference).
+std::vector<NormCase> largest_cases() {
+  return {fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0}),
+          fused(DType::f16, DType::f16, DType::f32, DType::f16, {2, 16384, 0}),
+          fused(DType::f32, DType::f32, DType::f32, DType::f32, {1, 16384, 0}),
+          fused(DType::bf16, DType::f32, DType::bf16, DType::e4m3, {2, 16384, 0})};
 }
+
+TEST(FusedAddRmsNormKernel, LargestHidden) { run_all(Backend::emulator, largest_cases()); }
 
 // f32 x into a bf16 residual: the sum must round once. x = a bf16 midpoint (1 + 2^-8 between 1
 // and 1 + 2^-7) and residual = 2^-30: the exact sum lies just above the midpoint, so it rounds up
-// to 1 + 2^-7; an f32 sum (exactly the midpoint) would round to even, down to 1.
+// to 1 + 2^-7; an f32 sum (exactly the midpoint) would round to even, down to 1. The GPU too
+// when present.
 TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
   constexpr double kMid = 1.0 + 0x1p-8, kTiny = 0x1p-30, kUp = 1.0 + 0x1p-7;
-  HostTensor x(DType::f32, {1, 8}), res(DType::bf16, {1, 8}), w(DType::f32, {8}), out(DType::f32, {1, 8});
-  for (int64_t h = 0; h < 8; ++h) {
-    x.set({0, h}, h % 2 ? kMid : -kMid);
-    res.set({0, h}, h % 2 ? kTiny : -kTiny);
-    w.set({h}, 1.0);
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends) {
+    SCOPED_TRACE(backend_name(backend));
+    HostTensor x(DType::f32, {1, 8}), res(DType::bf16, {1, 8}), w(DType::f32, {8}), out(DType::f32, {1, 8});
+    for (int64_t h = 0; h < 8; ++h) {
+      x.set({0, h}, h % 2 ? kMid : -kMid);
+      res.set({0, h}, h % 2 ? kTiny : -kTiny);
+      w.set({h}, 1.0);
+    }
+    TEJAS_ASSERT_OK(
+        run_backend(backend, {&x, &res, &w, &out}, [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+          return fused_add_rms_norm(ctx, v[0], v[1], v[2], kEps, v[3]);
+        }));
+    for (int64_t h = 0; h < 8; ++h) EXPECT_EQ(res.get({0, h}), h % 2 ? kUp : -kUp) << h;
   }
-  TEJAS_ASSERT_OK(fused_add_rms_norm(ctx_for(Backend::emulator), x, res, w, kEps, out));
-  for (int64_t h = 0; h < 8; ++h) EXPECT_EQ(res.get({0, h}), h % 2 ? kUp : -kUp) << h;
 }
 
 // Non-finite rows on each kernel path (warp per row, CTA per row, misaligned vec 1): a NaN in x
@@ -335,9 +347,8 @@ TEST(FusedAddRmsNormKernel, PrefetchRowsVariant) {
 TEST(FusedAddRmsNormKernelCuda, MatchesReference) {
   TEJAS_REQUIRE_CUDA();
   std::vector<NormCase> all = plain_cases();
-  const auto more = fp8_and_misaligned_cases();
-  all.insert(all.end(), more.begin(), more.end());
-  all.push_back(fused(DType::bf16, DType::bf16, DType::bf16, DType::bf16, {1, 16384, 0}));
+  for (const auto& more : {fp8_and_misaligned_cases(), largest_cases()})
+    all.insert(all.end(), more.begin(), more.end());
   run_all(Backend::cuda, all);
 }
 

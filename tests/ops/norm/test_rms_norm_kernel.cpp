@@ -84,8 +84,9 @@ TEST(RmsNormKernel, InPlace) {
   run_all(Backend::emulator, v);
 }
 
-// The widest row, every x dtype, and the fp8 output (one scale over 16384 values, both modes).
-TEST(RmsNormKernel, LargestHidden) {
+// The widest row, every x dtype, and the fp8 output (one scale over 16384 values, both modes);
+// on the GPU too (RmsNormKernelCuda.MatchesReference).
+std::vector<NormCase> largest_cases() {
   std::vector<NormCase> v = {{DType::bf16, DType::bf16, DType::bf16, 1, 16384, 0},
                              {DType::f16, DType::f16, DType::f16, 2, 16384, 0},
                              {DType::f32, DType::f32, DType::f32, 1, 16384, 0}};
@@ -94,8 +95,10 @@ TEST(RmsNormKernel, LargestHidden) {
     c.mode = m;
     v.push_back(c);
   }
-  run_all(Backend::emulator, v);
+  return v;
 }
+
+TEST(RmsNormKernel, LargestHidden) { run_all(Backend::emulator, largest_cases()); }
 
 TEST(RmsNormKernel, AboveLargestHiddenIsUnsupported) {
   HostTensor x(DType::bf16, {1, 16392}), w(DType::bf16, {16392}), out(DType::bf16, {1, 16392});
@@ -107,42 +110,52 @@ TEST(RmsNormKernel, AboveLargestHiddenIsUnsupported) {
 
 // NaN poisons its row (scale NaN, codes NaN); Inf gives NaN at its place and zeros elsewhere.
 // Run under each poison byte (tests/support/poison.h): with the default 0xFF an unwritten output
-// already reads as NaN, so the NaN rows pass only if the kernel wrote them under 0x00 / 0x55.
+// already reads as NaN, so the NaN rows pass only if the kernel wrote them under 0x00 / 0x55. The
+// GPU too when present.
 TEST(RmsNormKernel, NonFiniteRows) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, H = 40, kNanRow = 0, kInfRow = 1, kCol = 17;
-  for (DType out_dt : {DType::bf16, DType::e4m3}) {
-    SCOPED_TRACE(dtype_name(out_dt));
-    HostTensor x(DType::bf16, {T, H}), w(DType::bf16, {H});
-    fill_rows(x, rng);
-    check::fill_normal(w, rng, 1.0, 0.5);
-    x.set({kNanRow, kCol}, std::numeric_limits<double>::quiet_NaN());
-    x.set({kInfRow, kCol}, std::numeric_limits<double>::infinity());
-    testsupport::for_each_poison([&] {
-      HostTensor out(out_dt, {T, H}), scale(DType::f32, {T});
-      const Fp8Scale sc{out_dt == DType::e4m3 ? scale.view() : TensorView{}, Fp8ScaleMode::dynamic_per_token};
-      TEJAS_ASSERT_OK(rms_norm(ctx_for(Backend::emulator), x, w, kEps, out, sc));
-      for (int64_t h = 0; h < H; ++h) {
-        const uint64_t nan_bits = out.bits_flat(kNanRow * H + h), inf_bits = out.bits_flat(kInfRow * H + h);
-        if (out_dt == DType::e4m3) {  // the NaN y (Inf * 0) makes the row's scale NaN: all codes NaN
-          EXPECT_TRUE(optest::e4m3_is_nan(nan_bits)) << h;
-          EXPECT_TRUE(optest::e4m3_is_nan(inf_bits)) << h;
-        } else {
-          EXPECT_TRUE(std::isnan(out.get({kNanRow, h}))) << h;
-          if (h == kCol) EXPECT_TRUE(std::isnan(out.get({kInfRow, h})));
-          else EXPECT_EQ(out.get({kInfRow, h}), 0.0) << h;
+  std::vector<Backend> backends = {Backend::emulator};
+  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends)
+    for (DType out_dt : {DType::bf16, DType::e4m3}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(out_dt) << " on " << backend_name(backend));
+      HostTensor x(DType::bf16, {T, H}), w(DType::bf16, {H});
+      fill_rows(x, rng);
+      check::fill_normal(w, rng, 1.0, 0.5);
+      x.set({kNanRow, kCol}, std::numeric_limits<double>::quiet_NaN());
+      x.set({kInfRow, kCol}, std::numeric_limits<double>::infinity());
+      testsupport::for_each_poison([&] {
+        HostTensor out(out_dt, {T, H}), scale(DType::f32, {T});
+        const bool fp8 = out_dt == DType::e4m3;
+        TEJAS_ASSERT_OK(
+            run_backend(backend, {&x, &w, &out, fp8 ? &scale : nullptr},
+                        [](const ExecContext& ctx, const std::vector<TensorView>& v) {
+                          return rms_norm(ctx, v[0], v[1], kEps, v[2], {v[3], Fp8ScaleMode::dynamic_per_token});
+                        }));
+        for (int64_t h = 0; h < H; ++h) {
+          const uint64_t nan_bits = out.bits_flat(kNanRow * H + h), inf_bits = out.bits_flat(kInfRow * H + h);
+          if (out_dt == DType::e4m3) {  // the NaN y (Inf * 0) makes the row's scale NaN: all codes NaN
+            EXPECT_TRUE(optest::e4m3_is_nan(nan_bits)) << h;
+            EXPECT_TRUE(optest::e4m3_is_nan(inf_bits)) << h;
+          } else {
+            EXPECT_TRUE(std::isnan(out.get({kNanRow, h}))) << h;
+            if (h == kCol)
+              EXPECT_TRUE(std::isnan(out.get({kInfRow, h})));
+            else
+              EXPECT_EQ(out.get({kInfRow, h}), 0.0) << h;
+          }
+          const bool finite_row_nan =
+              out_dt == DType::e4m3 ? optest::e4m3_is_nan(out.bits_flat(2 * H + h)) : std::isnan(out.get({2, h}));
+          EXPECT_FALSE(finite_row_nan) << "row 2 is finite, h=" << h;
         }
-        const bool finite_row_nan = out_dt == DType::e4m3 ? optest::e4m3_is_nan(out.bits_flat(2 * H + h))
-                                                          : std::isnan(out.get({2, h}));
-        EXPECT_FALSE(finite_row_nan) << "row 2 is finite, h=" << h;
-      }
-      if (out_dt == DType::e4m3) {
-        EXPECT_TRUE(std::isnan(scale.get({kNanRow})));
-        EXPECT_TRUE(std::isnan(scale.get({kInfRow})));
-        EXPECT_GT(scale.get({2}), 0.0);
-      }
-    });
-  }
+        if (out_dt == DType::e4m3) {
+          EXPECT_TRUE(std::isnan(scale.get({kNanRow})));
+          EXPECT_TRUE(std::isnan(scale.get({kInfRow})));
+          EXPECT_GT(scale.get({2}), 0.0);
+        }
+      });
+    }
 }
 
 // The harness's f32 comparison: equal values pass (the same infinity too, where Inf - Inf is
@@ -216,11 +229,13 @@ TEST(RmsNormKernel, EmulatorCounters) {
 TEST(RmsNormKernelCuda, MatchesReference) {
   TEJAS_REQUIRE_CUDA();
   std::vector<NormCase> all = plain_cases();
-  for (const auto& list : {fp8_cases(), misaligned_cases()}) all.insert(all.end(), list.begin(), list.end());
-  all.push_back({DType::bf16, DType::bf16, DType::bf16, 1, 16384, 0});
-  NormCase in_place{DType::bf16, DType::f32, DType::bf16, 5, 96, 4};
-  in_place.in_place = true;
-  all.push_back(in_place);
+  for (const auto& list : {fp8_cases(), misaligned_cases(), largest_cases()})
+    all.insert(all.end(), list.begin(), list.end());
+  for (DType x : {DType::bf16, DType::f16, DType::f32}) {  // RmsNormKernel.InPlace's cases
+    NormCase in_place{x, DType::f32, x, 5, 96, 4};
+    in_place.in_place = true;
+    all.push_back(in_place);
+  }
   run_all(Backend::cuda, all);
 }
 

@@ -398,8 +398,9 @@ TEST(DequantFp8GroupKernel, RandomShapesMatchReference) {
 
 void dequant_lone_hazards(check::Rng& rng);  // below
 
-TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants (kernel_test_util.h)
-  TEJAS_SEEDED_TEST_RNG();
+// Every variant's quant and dequant bodies (run_tuned_variants, kernel_test_util.h), on the
+// emulator here and on the GPU in CudaTunedVariantsMatchReference.
+void tuned_variants(check::Rng& rng) {
   const auto quant = [&] {
     quant_random_shapes(rng);
     other_group_sizes(rng);
@@ -410,6 +411,11 @@ TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {  // run_tuned_variants 
     dequant_random_shapes(rng);
     dequant_lone_hazards(rng);  // quant.fast_convert=0: mul_round_odd per output
   });
+}
+
+TEST(QuantFp8GroupKernel, TunedVariantsMatchReference) {
+  TEJAS_SEEDED_TEST_RNG();
+  tuned_variants(rng);
 }
 
 // Products code * scale that f32 rounds onto a bf16 / f16 midpoint: rounding to odd first keeps
@@ -545,6 +551,7 @@ TEST(QuantFp8GroupKernel, CudaMatchesReference) {
   strided_and_misaligned(rng);
   non_finite_zero_and_huge(rng);
   near_ties_round_exactly(rng);
+  ideal_ties_round_exactly(rng);  // version 6's exact midpoints through the GPU's conversions
 }
 
 TEST(DequantFp8GroupKernel, CudaMatchesReference) {
@@ -561,5 +568,5 @@ TEST(QuantFp8GroupKernel, CudaTunedVariantsMatchReference) {
   TEJAS_REQUIRE_CUDA();
   TEJAS_SEEDED_TEST_RNG();
   const ScopedKernelBackend cuda(Backend::cuda);
-  run_tuned_variants([&] { quant_random_shapes(rng); }, [&] { dequant_random_shapes(rng); });
+  tuned_variants(rng);
 }

@@ -407,7 +407,7 @@ TEST(KvCacheWrite, Fp8CachesAtPowerOfTwoScales) {
 // below it, where that candidate rounds up but the exact quotient (just below the midpoint) down:
 // +-3 x 2^-12 (20 x = 15 x 2^-10, between codes 7 and 8), the only such bf16 values. A check that
 // ran only its live threads' tests (of the four smallest midpoints) would pick that candidate and
-// write them wrong. Both kernels that check.
+// write them wrong. Both kernels that check; the GPU too when present (whose threads really leave).
 TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
   TEJAS_SEEDED_TEST_RNG();
   std::vector<double> values;  // bf16 x with 20 x on an e4m3 midpoint above an odd code
@@ -432,6 +432,12 @@ TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
       const double x = values[static_cast<size_t>(i) % values.size()];
       b.k.set_flat(i, x);
       b.v.set_flat(i, -x);
+    }
+    if (check::cuda_available()) {
+      SCOPED_TRACE("cuda");
+      KvBuffers g = b;
+      ASSERT_NO_FATAL_FAILURE(write_caches(g, Backend::cuda));
+      ropetest::check_caches(g, s);
     }
     write_caches(b, Backend::emulator);
     const rotary::RopeLaunch l = rotary::last_launch();
@@ -488,8 +494,10 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
         }
     }
   }
-  fp8_hard_values(rng, 1, Backend::emulator, 3);
-  fp8_power_of_two_scales(rng, 1, Backend::emulator, 3);
+  for (Backend backend : backends) {
+    fp8_hard_values(rng, 1, backend, 3);
+    fp8_power_of_two_scales(rng, 1, backend, 3);
+  }
   detail::Tune t;
   t.rope_pipeline = 3;
   const detail::ScopedTuneOverride tune(t);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -192,7 +193,8 @@ TEST(RopeKernel, PipelineVariantMatchesReference) {
 // tokens, one per block); neox's 4 columns keep two heads in one step; f32 (16 columns: 96 heads
 // at three) is not pipelined. The wide plan's occupancy fallback (rotary::without_pipeline, forced
 // by ScopedPipelineFallback as on a GPU whose query failed: the staged kernel with three heads and
-// one stage of slots, walking the heads past its first step) matches too.
+// one stage of slots, walking the heads past its first step) matches too. On the GPU too when
+// present.
 TEST(RopeKernel, WideStepPipelinesManyHeads) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
@@ -221,6 +223,17 @@ TEST(RopeKernel, WideStepPipelinesManyHeads) {
   // exactly CUDA's default limit for a kernel whose limit is not raised (launch.cu raises only
   // the pipelined kernels'), which the emulator holds such launches to.
   const Shape widest{2, 383, 1, 64, 64, 0};
+  if (check::cuda_available()) {  // the same plans on the GPU: wide, two heads, widest; their fallbacks
+    for (bool fallback : {false, true}) {
+      std::optional<rotary::ScopedPipelineFallback> forced;
+      if (fallback) forced.emplace();
+      for (DType qt : {DType::bf16, DType::f16}) {
+        run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::cuda);
+        run_and_compare(rng, s, qt, qt, RopeStyle::neox, Backend::cuda);
+      }
+      run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::cuda);
+    }
+  }
   run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
   EXPECT_TRUE(rotary::last_launch().pipeline);
   EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kPipeWideHeads);
