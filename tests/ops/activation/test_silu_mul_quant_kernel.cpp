@@ -254,7 +254,10 @@ TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
         for (int64_t i = 0; i < m.ss.numel(); ++i) s_bits[packed].push_back(m.ss.bits_flat(i));
         if (packed == 0) {
           run_case(rng, k, dt, c);
-          if (check::cuda_available()) run_case_cuda(rng, k, dt, c);  // the GPU's unpacked conversions
+          if (check::cuda_available()) {  // the GPU's unpacked conversions
+            run_case_cuda(rng, k, dt, c);
+            EXPECT_FALSE(act::last_quant_config().packed_fp4) << "cuda";
+          }
         }
       }
       EXPECT_EQ(q_bits[0], q_bits[1]) << kind_name(k) << " " << dtype_name(dt) << " T=" << c.T << " F=" << c.F;

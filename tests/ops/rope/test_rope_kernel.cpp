@@ -223,26 +223,38 @@ TEST(RopeKernel, WideStepPipelinesManyHeads) {
   // exactly CUDA's default limit for a kernel whose limit is not raised (launch.cu raises only
   // the pipelined kernels'), which the emulator holds such launches to.
   const Shape widest{2, 383, 1, 64, 64, 0};
-  if (check::cuda_available()) {  // the same plans on the GPU: wide, two heads, widest; their fallbacks
-    for (bool fallback : {false, true}) {
-      std::optional<rotary::ScopedPipelineFallback> forced;
-      if (fallback) forced.emplace();
-      for (DType qt : {DType::bf16, DType::f16}) {
-        run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::cuda);
-        run_and_compare(rng, s, qt, qt, RopeStyle::neox, Backend::cuda);
-      }
-      run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::cuda);
-    }
-  }
   run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
   EXPECT_TRUE(rotary::last_launch().pipeline);
   EXPECT_EQ(rotary::last_launch().config.heads_in_flight, rotary::kPipeWideHeads);
   EXPECT_EQ(rotary::last_launch().config.threads, 512);
   EXPECT_EQ(rotary::last_launch().smem_bytes, 2 * emu::kDefaultMaxDynamicSmem);
-  const rotary::ScopedPipelineFallback fallback;
-  run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
-  EXPECT_FALSE(rotary::last_launch().pipeline);
-  EXPECT_EQ(rotary::last_launch().smem_bytes, emu::kDefaultMaxDynamicSmem);
+  {
+    const rotary::ScopedPipelineFallback fallback;
+    run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::emulator);
+    EXPECT_FALSE(rotary::last_launch().pipeline);
+    EXPECT_EQ(rotary::last_launch().smem_bytes, emu::kDefaultMaxDynamicSmem);
+  }
+  if (!check::cuda_available()) return;
+  // The same plans on the GPU (after the emulator's, so a seed replays them alike with or without
+  // one): wide, two heads, widest, each pipelined (the GPU's occupancy query must not have
+  // fallen back) and under the forced fallback.
+  for (bool fallback : {false, true}) {
+    SCOPED_TRACE(fallback ? "cuda, fallback forced" : "cuda");
+    std::optional<rotary::ScopedPipelineFallback> forced;
+    if (fallback) forced.emplace();
+    const auto expect_plan = [&](int heads) {
+      EXPECT_EQ(rotary::last_launch().pipeline, !fallback);
+      EXPECT_EQ(rotary::last_launch().config.heads_in_flight, heads);
+    };
+    for (DType qt : {DType::bf16, DType::f16}) {
+      run_and_compare(rng, s, qt, DType::f32, RopeStyle::gptj, Backend::cuda);
+      expect_plan(rotary::kPipeWideHeads);
+      run_and_compare(rng, s, qt, qt, RopeStyle::neox, Backend::cuda);
+      expect_plan(rotary::kMaxHeadsInFlight);
+    }
+    run_and_compare(rng, widest, DType::bf16, DType::f32, RopeStyle::neox, Backend::cuda);
+    expect_plan(rotary::kPipeWideHeads);
+  }
 }
 
 // Inputs for planning only (never run): 2 tokens, 4 q and 3 k heads of 64, bf16, an f32 cache.

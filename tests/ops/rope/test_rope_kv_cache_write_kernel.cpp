@@ -36,13 +36,16 @@ constexpr int64_t kMaxPos = 40;
 // rope_kv_cache_write on `backend` (neox), the GPU's results downloaded into b (defined below).
 void write_fused(KvBuffers& b, Backend backend);
 
-// The same inputs (copied before the emulator's call: caches still poisoned, k not yet rotated)
-// through the GPU when one is present, its caches checked as the emulator's are.
+// A copy of the inputs (caches still poisoned) through the GPU when one is present, before the
+// emulator's call: its caches checked as the emulator's are, against the inputs' k. Every caller
+// sets positions 0, so k comes back unrotated, bit for bit.
 void check_on_gpu(const KvBuffers& inputs, const KvShape& s) {
   if (!check::cuda_available()) return;
   SCOPED_TRACE("cuda");
   KvBuffers g = inputs;
   ASSERT_NO_FATAL_FAILURE(write_fused(g, Backend::cuda));
+  for (int64_t i = 0; i < g.k.numel(); ++i)
+    ASSERT_EQ(g.k.bits_flat(i), inputs.k.bits_flat(i)) << "cuda: k rotated at 0";
   ropetest::check_caches(g, s);
 }
 
@@ -287,12 +290,11 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesRoundTheExactQuotient) {
       ropetest::fill_hard(b.k, b.v, hard);  // both signs
       for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
       const HostTensor k_in = ropetest::gather(b.k.view());
-      const KvBuffers inputs = b;
+      check_on_gpu(b, s);  // before the emulator mutates b (and its launch record is read)
       TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                           RopeStyle::neox, b.slots, b.paged()));
       for (int64_t i = 0; i < b.k.numel(); ++i) ASSERT_EQ(b.k.bits_flat(i), k_in.bits_flat(i)) << "k rotated at 0";
       ropetest::check_caches(b, s);
-      check_on_gpu(inputs, s);
     }
   }
 }
@@ -321,11 +323,10 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
         }
         b.v.set_flat(0, std::ldexp(1.0, -127));  // 0x003C3C3C: just above an e4m3 midpoint
         for (int64_t t = 0; t < s.T; ++t) b.pos.set({t}, 0.0);
-        const KvBuffers inputs = b;
+        check_on_gpu(b, s);  // before the emulator mutates b (and its launch record is read)
         TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                             RopeStyle::neox, b.slots, b.paged()));
         ropetest::check_caches(b, s);
-        check_on_gpu(inputs, s);
       }
     }
   }
@@ -486,7 +487,7 @@ TEST(RopeKvCacheWriteKernel, PipelineFallbackMatchesReference) {
     ASSERT_TRUE(planned.pipeline);
     ASSERT_TRUE(planned.params.clean_scales);
     const rotary::ScopedPipelineFallback fallback;
-    const KvBuffers inputs = b;
+    check_on_gpu(b, s);  // before the emulator mutates b (and its launch record is read)
     TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                         RopeStyle::neox, b.slots, b.paged()));
     const rotary::RopeLaunch l = rotary::last_launch();
@@ -496,7 +497,6 @@ TEST(RopeKvCacheWriteKernel, PipelineFallbackMatchesReference) {
     EXPECT_EQ(l.smem_bytes, planned.smem_bytes / 2);
     ropetest::expect_clean_events(b);
     ropetest::check_caches(b, s);
-    check_on_gpu(inputs, s);
   }
 }
 
@@ -727,7 +727,7 @@ TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
       KvBuffers b = ropetest::make_kv_buffers(rng, s, qt, cache_dt, DType::f32, kMaxPos, 0, k_scale, v_scale);
       fill(b);
       for (int64_t tok = 0; tok < s.T; ++tok) b.pos.set({tok}, 0.0);
-      const KvBuffers inputs = b;
+      check_on_gpu(b, s);  // before the emulator mutates b (and its launch record is read)
       TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
                                           RopeStyle::neox, b.slots, b.paged()));
       EXPECT_TRUE(rotary::last_launch().k_half);
@@ -735,7 +735,6 @@ TEST(RopeKvCacheWriteKernel, SplitFp8CachesRoundTheExactQuotient) {
       EXPECT_EQ(rotary::last_launch().params.clean_scales, clean) << "the check planned";
       ropetest::expect_clean_events(b);
       ropetest::check_caches(b, s);
-      check_on_gpu(inputs, s);
     };
     for (DType qt : {DType::bf16, DType::f16})
       for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
