@@ -331,6 +331,24 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
   ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, RopeStyle::neox, slots.v, pc).ok());
   expect_ideal("rope_kv_cache_write", qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots), qk + 2 * bytes(k));
 
+  // The cache write alone into `caches`: k and v read once (and the scales, `scale_bytes`), one
+  // element per cache element written; on kv_write_kernel (rope.pipeline=1, the default) and
+  // kv_pipe_kernel (3: rows staged through shared memory; one head in flight, the op's default
+  // whatever rope.heads this run sets).
+  const auto kv_write_ideal = [&](const PagedKvCache& caches, const std::string& what, uint64_t scale_bytes) {
+    for (int pipeline : {1, 3}) {
+      detail::Tune kv;
+      kv.rope_pipeline = pipeline;
+      const detail::ScopedTuneOverride override_kv(kv);
+      const std::string at = what + " rope.pipeline=" + std::to_string(pipeline);
+      ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, caches).ok());
+      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3) << at;
+      expect_ideal(at, bytes(k) + bytes(v) + bytes(slots) + scale_bytes,
+                   2 * static_cast<uint64_t>(dtype_bytes(caches.k_cache.dtype, T * Hk * D)));
+    }
+  };
+  kv_write_ideal(pc, "kv_cache_write bf16", 0);
+
   // fp8 caches (e4m3, e5m2): 128-byte rows per (token, head), the two f32 scales read once each.
   for (DType cd : {DType::e4m3, DType::e5m2}) {
     Buf kc8 = make(cd, {kBlocks, kPage, Hk, D}, rng), vc8 = make(cd, {kBlocks, kPage, Hk, D}, rng);
@@ -342,23 +360,7 @@ void rope_sectors_at_ideal(check::Rng& rng, int heads) {
     expect_ideal("rope_kv_cache_write " + std::string(dtype_name(cd)),
                  qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots) + bytes(ks) + bytes(vs),
                  qk + 2 * T * Hk * D);
-    // The cache write alone: k and v read once, one code per element written; on kv_write_kernel
-    // (rope.pipeline=1, the default) and kv_pipe_kernel (3: rows staged through shared memory;
-    // one head in flight, the op's default whatever rope.heads this run sets).
-    for (int pipeline : {1, 3}) {
-      detail::Tune kv;
-      kv.rope_pipeline = pipeline;
-      const detail::ScopedTuneOverride override_kv(kv);
-      const std::string at = " rope.pipeline=" + std::to_string(pipeline);
-      ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc8).ok());
-      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3) << at;
-      expect_ideal("kv_cache_write " + std::string(dtype_name(cd)) + at,
-                   bytes(k) + bytes(v) + bytes(slots) + bytes(ks) + bytes(vs), 2 * T * Hk * D);
-      if (cd == DType::e5m2) continue;
-      ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok());
-      EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3) << at;
-      expect_ideal("kv_cache_write bf16" + at, bytes(k) + bytes(v) + bytes(slots), 2 * bytes(k));
-    }
+    kv_write_ideal(pc8, "kv_cache_write " + std::string(dtype_name(cd)), bytes(ks) + bytes(vs));
   }
 
   // Split in two launches (TEJAS_TUNE rope.kv_split=2; by default from 16 MiB): each half reads

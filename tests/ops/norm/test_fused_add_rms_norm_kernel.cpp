@@ -13,6 +13,7 @@
 #include "ops/norm/kernel_cases.h"
 #include "ops/norm/launch.h"
 #include "runtime/tune.h"
+#include "support/backends.h"
 #include "support/poison.h"
 #include "support/seed.h"
 
@@ -100,8 +101,7 @@ TEST(FusedAddRmsNormKernel, LargestHidden) { run_all(Backend::emulator, largest_
 // when present.
 TEST(FusedAddRmsNormKernel, F32IntoBf16ResidualRoundsOnce) {
   constexpr double kMid = 1.0 + 0x1p-8, kTiny = 0x1p-30, kUp = 1.0 + 0x1p-7;
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (Backend backend : backends) {
     SCOPED_TRACE(backend_name(backend));
     HostTensor x(DType::f32, {1, 8}), res(DType::bf16, {1, 8}), w(DType::f32, {8}), out(DType::f32, {1, 8});

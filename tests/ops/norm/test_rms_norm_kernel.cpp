@@ -9,6 +9,7 @@
 
 #include "ops/common/emu_launch.h"
 #include "ops/norm/kernel_cases.h"
+#include "support/backends.h"
 #include "support/poison.h"
 #include "support/seed.h"
 
@@ -115,8 +116,7 @@ TEST(RmsNormKernel, AboveLargestHiddenIsUnsupported) {
 TEST(RmsNormKernel, NonFiniteRows) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 3, H = 40, kNanRow = 0, kInfRow = 1, kCol = 17;
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (Backend backend : backends)
     for (DType out_dt : {DType::bf16, DType::e4m3}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(out_dt) << " on " << backend_name(backend));

@@ -20,6 +20,7 @@
 #include "ops/common/emu_launch.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "runtime/tune.h"
+#include "support/backends.h"
 #include "support/op_snapshots.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -463,8 +464,7 @@ TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
 // sector-ideal requests, no findings.
 TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
   TEJAS_SEEDED_TEST_RNG();
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (Backend backend : backends) {
     detail::Tune t;
     t.rope_pipeline = 3;
@@ -536,8 +536,7 @@ TEST(KvCacheWrite, NonFiniteValuesAsReference) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   const KvShape s{3, 1, 2, 64, 2, 2, 4};  // 8 slots, every token cached; 16 vectors of 8 per token
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (int pipeline : {1, 3}) {
     detail::Tune t;
     t.rope_pipeline = pipeline;
@@ -557,9 +556,7 @@ TEST(KvCacheWrite, NonFiniteValuesAsReference) {
               b.v.set({tok, 1, 9}, tok % 2 ? -6e4 : 6e4);  // finite in f16 / bf16; past fp8's max x 0.02
             }
             KvBuffers want = b;
-            ExecContext ref;
-            ref.backend = Backend::reference;
-            TEJAS_ASSERT_OK(kv_cache_write(ref, want.k, want.v, want.slots, want.paged()));
+            TEJAS_ASSERT_OK(kv_cache_write(ropetest::reference_ctx(), want.k, want.v, want.slots, want.paged()));
             write_caches(b, backend);
             if (backend == Backend::emulator) {
               EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3);

@@ -18,6 +18,7 @@
 #include "ops/common/ref_numeric.h"
 #include "ops/rope/kv_cache_test_util.h"
 #include "runtime/tune.h"
+#include "support/backends.h"
 #include "support/op_snapshots.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -356,8 +357,7 @@ void write_fused(KvBuffers& b, Backend backend) {
 // both caches carry these values; every code the exact quotient's, on the GPU too when present.
 TEST(RopeKvCacheWriteKernel, Fp8CachesAtPowerOfTwoScales) {
   TEJAS_SEEDED_TEST_RNG();
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (Backend backend : backends) {
     for (DType cache_dt : {DType::e4m3, DType::e5m2}) {
       for (float scale : {0.0f, 0x1p-149f, 0x1p-127f, 0x1p-126f, 0x1p-125f, 0x1p-8f, 1.0f, 0x1p9f, 0x1p125f, 0x1p126f, 0x1p127f}) {
@@ -530,8 +530,7 @@ TEST(RopeKvCacheWriteKernel, MisalignedViews) {
 // unwritten code would read as NaN).
 TEST(RopeKvCacheWriteKernel, SaturatesAndKeepsNaN) {
   TEJAS_SEEDED_TEST_RNG();
-  std::vector<Backend> backends = {Backend::emulator};
-  if (check::cuda_available()) backends.push_back(Backend::cuda);
+  const std::vector<Backend> backends = testsupport::kernel_backends();
   for (Backend backend : backends)
     testsupport::for_each_poison([&] {
       SCOPED_TRACE(backend_name(backend));
