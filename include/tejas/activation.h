@@ -14,8 +14,8 @@
 //   activation dtype before the product), NaN propagates through the clamp (fminf hides it),
 //   and silu(-Inf) = -0 rather than NaN.
 //
-// Shapes: T >= 1, F >= 1 (the emulator and cuda backends: T <= 2^31 - 1, beyond returns
-// unsupported there). Dtypes: x in {bf16, f16, f32}; out has x's dtype.
+// Shapes: T >= 0 (T = 0 does nothing), F >= 1 (the emulator and cuda backends: T <= 2^31 - 1,
+// beyond returns unsupported there). Dtypes: x in {bf16, f16, f32}; out has x's dtype.
 // Strides: non-negative; innermost contiguous, token stride free; out must not overlap x or
 // itself. Data pointers aligned to the element size; both on one device.
 // Math in float64 in the reference; one rounding at the end.
@@ -36,7 +36,7 @@
 //     [T, F / 32]) or nvfp4 (q e2m1, scales e4m3 [T, F / 16], tensor_scale f32 [1] an input,
 //     in [2^-64, 2^64] as in tejas/quant.h; checked when it is a host tensor, or in debug-check
 //     mode). mxfp8 is not offered.
-// x in {bf16, f16} ([T, 2F], T >= 1, F a multiple of the group size). Layout rules as above for
+// x in {bf16, f16} ([T, 2F], T >= 0, F a multiple of the group size). Layout rules as above for
 // x; q and scales: innermost contiguous, non-negative strides, every element its own address,
 // e2m1 rows starting on a byte (even row stride); q and scales overlap neither x nor each
 // other. All tensors on one device.

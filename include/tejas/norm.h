@@ -4,7 +4,7 @@
 //   fused_add_rms_norm: residual[t, :] += x[t, :]            (rounded to residual's dtype, stored)
 //                       out[t, :] = rms_norm(residual[t, :]) (computed from the stored residual)
 //
-// Shapes: x, out [T, H]; residual [T, H]; weight [H]. T >= 1, H >= 1.
+// Shapes: x, out [T, H]; residual [T, H]; weight [H]. T >= 0 (T = 0 does nothing), H >= 1.
 // Dtypes: x in {bf16, f16, f32}; weight in {x's dtype, f32}; residual in {bf16, f16, f32};
 //         out in {x's dtype, e4m3}. An e4m3 `out` needs `out_scale` (below); any other `out`
 //         needs `out_scale.scale` absent.

@@ -5,8 +5,9 @@
 // Shapes: positions [T] (i32 or i64); q [T, Hq, D]; k [T, Hk, D] (may be absent);
 //         cos_sin_cache [max_pos, rotary_dim]: row p holds cos(p * f_i) for i < rotary_dim/2,
 //         then sin(p * f_i) for the same i (the layout vLLM and FlashInfer use).
-//         T >= 1, Hq >= 1, Hk >= 1, Hq + Hk <= 2^24, D <= 2^24, max_pos >= 1. The emulator and cuda
-//         backends (all three ops) run T <= 2^31 - 1; beyond, unsupported.
+//         T >= 0 (T = 0 does nothing, in all four ops), Hq >= 1, Hk >= 1, Hq + Hk <= 2^24,
+//         D <= 2^24, max_pos >= 1. The emulator and cuda backends (all four ops) run
+//         T <= 2^31 - 1; beyond, unsupported.
 // rotary_dim = cos_sin_cache.shape[1]: even, >= 2, <= D. Dimensions >= rotary_dim are left
 // unchanged, bit for bit (partial rotary), and are neither read nor written by the kernels.
 // Styles, for pair i in [0, rotary_dim/2), with c = cache[p, i], s = cache[p, rotary_dim/2 + i]:
@@ -107,8 +108,8 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
 //   v_cache[blk, off, h, :] = enc(v[t, h, :]), enc as rope_kv_cache_write's (the bits for caches
 //   in k's dtype; sat_rne(x / scale) for e4m3 / e5m2, exact). k and v are only read. rope
 //   followed by kv_cache_write is rope_kv_cache_write's unfused sequence.
-//   Shapes: k, v [T, Hk, D], T, Hk, D >= 1, Hk, D <= 2^24; slot_mapping [T] i64; caches as
-//   rope_kv_cache_write.
+//   Shapes: k, v [T, Hk, D], T >= 0 (T = 0 does nothing), Hk, D >= 1, Hk, D <= 2^24;
+//   slot_mapping [T] i64; caches as rope_kv_cache_write.
 //   Dtypes: k, v in {bf16, f16} (same); caches in {k's dtype, e4m3, e5m2} (same). Strides,
 //   overlaps, index contents, scales and debug checks: as rope_kv_cache_write (k, v are inputs).
 Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorView& v,

@@ -13,7 +13,7 @@ inline constexpr int kMaxDims = 6;
 enum class Device : uint8_t { cpu, cuda };
 
 struct TensorView {
-  void* data = nullptr;        // first element; null means "absent" for optional arguments
+  void* data = nullptr;  // first element; null: "absent" (optional arguments), see defined()
   DType dtype = DType::f32;
   int ndim = 0;                // 0..kMaxDims (0 = scalar when data != null)
   int64_t shape[kMaxDims] = {};
@@ -27,7 +27,12 @@ struct TensorView {
   static TensorView contiguous(void* data, DType dtype, int ndim, const int64_t* shape,
                                Device device = Device::cpu, int device_index = 0);
 
-  bool defined() const { return data != nullptr; }
+  // Present: non-null data, or an empty view (a size of 0) whatever its data, since PyTorch and
+  // DLPack hand empty tensors over with a null pointer. Absent: null data otherwise (a default
+  // TensorView{}, say), which only optional arguments accept.
+  bool defined() const { return data != nullptr || has_zero_size(); }
+  // Some size is 0 (of the first min(ndim, kMaxDims) dimensions): the view holds no element.
+  bool has_zero_size() const;
   int64_t size(int dim) const { return shape[dim < 0 ? dim + ndim : dim]; }
   int64_t numel() const;
   // Row-major contiguous (size-1 dims may have any stride).

@@ -79,6 +79,13 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list
   return contiguous(data, dtype, static_cast<int>(shape.size()), shape.begin(), device, device_index);
 }
 
+bool TensorView::has_zero_size() const {
+  const int dims = std::clamp(ndim, 0, kMaxDims);  // any ndim: called before validation
+  for (int d = 0; d < dims; ++d)
+    if (shape[d] == 0) return true;
+  return false;
+}
+
 int64_t TensorView::numel() const {
   int64_t n = 1;
   for (int d = 0; d < ndim; ++d) n *= shape[d];

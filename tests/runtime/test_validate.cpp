@@ -138,6 +138,37 @@ TEST(Validate, DefinedRejectsAbsentBadRankAndNegativeSizes) {
   EXPECT_EQ(detail::shape_string(negative_rank), "[] (ndim -1)");
 }
 
+// An empty view (a size of 0) is present whatever its data: PyTorch and DLPack hand empty tensors
+// over with a null pointer. Null data on a view with elements, or on a default view (a scalar's
+// rank), is absent. The rules apply to a present empty view as to any other.
+TEST(Validate, EmptyViewWithNullDataIsPresent) {
+  const auto message = [](const Validator& v) { return v.status().message(); };
+  const TensorView empty = TensorView::contiguous(nullptr, DType::bf16, {0, 4096});
+  const TensorView middle = TensorView::contiguous(nullptr, DType::f32, {3, 0, 5});
+  EXPECT_TRUE(empty.defined() && empty.has_zero_size());
+  EXPECT_TRUE(middle.defined() && middle.has_zero_size());
+  EXPECT_TRUE(Validator("op").defined(empty, "x").defined(middle, "y").ok());
+  EXPECT_FALSE(TensorView{}.defined()) << "a default view: absent";
+  EXPECT_FALSE(TensorView::contiguous(nullptr, DType::bf16, {2, 4096}).defined()) << "elements, no data: absent";
+  EXPECT_EQ(message(Validator("op").defined(TensorView::contiguous(nullptr, DType::bf16, {1}), "x")),
+            "op: x: expected a tensor, got none (null data)");
+  // Checked like any view: dtype, rank, shape.
+  EXPECT_EQ(message(Validator("op").dtype_in(empty, "x", {DType::f16})), "op: x: expected dtype f16, got bf16");
+  EXPECT_EQ(message(Validator("op").rank(empty, "x", 3)), "op: x: expected 3 dimensions, got 2 (shape [0, 4096])");
+  EXPECT_FALSE(Validator("op").dim_eq(empty, "x", 1, 4095, "w's H").ok());
+  // No bytes: overlaps nothing, not even another null view; the same view is identical (in place).
+  EXPECT_TRUE(Validator("op").no_overlap(empty, "out", middle, "x").no_overlap(empty, "out", empty, "x").ok());
+  EXPECT_TRUE(detail::views_identical(empty, empty));
+  // A hostile rank: only the stored sizes are read (a 0 there makes the view present, and
+  // defined names the rank); a negative rank holds none, so null data is absent.
+  TensorView deep = empty, negative = empty;
+  deep.ndim = kMaxDims + 3;
+  negative.ndim = -1;
+  EXPECT_TRUE(deep.defined());
+  EXPECT_EQ(message(Validator("op").defined(deep, "x")), "op: x: expected 0..6 dimensions, got 9");
+  EXPECT_FALSE(negative.defined());
+}
+
 // Through a public op: a hostile x whose element count wraps to 0 is rejected before any work
 // (not run as an empty call), the output untouched.
 TEST(Validate, OpRejectsWrappingViews) {

@@ -38,7 +38,7 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
   v.dtype_in(out, "out", {xt, DType::e4m3});
 
   v.rank(x, "x", 2).rank(residual, "residual", 2).rank(weight, "weight", 1).rank(out, "out", 2);
-  v.dim_min(x, "x", 0, 1).dim_min(x, "x", 1, 1);
+  v.dim_min(x, "x", 1, 1);  // T = 0 is allowed: nothing to do
   v.same_shape(residual, "residual", x, "x").same_shape(out, "out", x, "x");
   if (v.ok()) v.dim_eq(weight, "weight", 0, x.shape[1], "x's H");
   for (const detail::NamedTensor& nt : {detail::NamedTensor{"x", &x}, {"residual", &residual}, {"weight", &weight},
@@ -103,6 +103,7 @@ Status run(const char* op, const ExecContext& ctx, const TensorView& x, const Te
   TEJAS_RETURN_IF_ERROR(validate(op, x, residual, fused, weight, eps, out, sc));
   Backend backend;
   TEJAS_RETURN_IF_ERROR(resolve(op, ctx, x, residual, weight, out, sc.scale, &backend));
+  if (x.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference)
     return fused ? ref::fused_add_rms_norm(x, residual, weight, eps, out, sc) : ref::rms_norm(x, weight, eps, out, sc);
   norm::NormArgs args{x, residual, weight, out, sc.scale, eps, norm::OutKind::same};
@@ -125,7 +126,7 @@ Status validate_quant(const TensorView& x, const TensorView& residual, const Ten
   v.dtype_in(q, "q", {DType::e4m3}).dtype_in(scales, kScales, {DType::f32, DType::ue8m0});
 
   v.rank(x, "x", 2).rank(residual, "residual", 2).rank(weight, "weight", 1).rank(q, "q", 2).rank(scales, kScales, 2);
-  v.dim_min(x, "x", 0, 1).dim_min(x, "x", 1, 1);
+  v.dim_min(x, "x", 1, 1);  // T = 0 is allowed: nothing to do
   if (v.ok())
     v.require(x.shape[1] % kNormQuantGroup == 0, [&] {
       return "x: expected H a multiple of " + std::to_string(kNormQuantGroup) + " (the quantization group), got " +
@@ -178,6 +179,7 @@ Status fused_add_rms_norm_quant_fp8_group(const ExecContext& ctx, const TensorVi
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kFusedQuant, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {"scales", &scales}},
       &backend));
+  if (x.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::fused_add_rms_norm_quant_fp8_group(x, residual, weight, eps, q, scales);
   return run_kernel(kFusedQuant, ctx, backend, norm::NormArgs{x, residual, weight, q, scales, eps, norm::OutKind::fp8_group});
 }

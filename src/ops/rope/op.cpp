@@ -19,10 +19,10 @@ Status validate_rope(const TensorView& positions, const TensorView& q, const Ten
                      RopeStyle style) {
   detail::Validator v(kRope);
   v.defined(positions, "positions").defined(q, "q").defined(cache, rotary::kCacheName);
-  if (k.data != nullptr) v.defined(k, "k");  // k is optional; when given, sizes must be sane
+  if (k.defined()) v.defined(k, "k");  // k is optional; when given, sizes must be sane
   if (!v.ok()) return v.status();
   v.dtype_in(positions, "positions", {DType::i32, DType::i64});
-  v.rank(positions, "positions", 1).dim_min(positions, "positions", 0, 1);
+  v.rank(positions, "positions", 1);  // T = 0 is allowed: nothing to do
   if (!v.ok()) return v.status();
   rotary::check_qk_cache(v, positions.shape[0], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
   v.require(style == RopeStyle::neox || style == RopeStyle::gptj,
@@ -35,12 +35,11 @@ Status validate_mrope(const TensorView& positions, const TensorView& q, const Te
                       const MropeSection& s) {
   detail::Validator v(kMrope);
   v.defined(positions, "positions").defined(q, "q").defined(cache, rotary::kCacheName);
-  if (k.data != nullptr) v.defined(k, "k");
+  if (k.defined()) v.defined(k, "k");
   if (!v.ok()) return v.status();
   v.dtype_in(positions, "positions", {DType::i32, DType::i64});
   v.rank(positions, "positions", 2)
-      .dim_eq(positions, "positions", 0, kMropeRows, "temporal, height, width")
-      .dim_min(positions, "positions", 1, 1);
+      .dim_eq(positions, "positions", 0, kMropeRows, "temporal, height, width");  // T = 0: nothing to do
   if (!v.ok()) return v.status();
   rotary::check_qk_cache(v, positions.shape[1], positions, q, k, cache, {DType::bf16, DType::f16, DType::f32});
   if (!v.ok()) return v.status();
@@ -76,6 +75,7 @@ Status rope(const ExecContext& ctx, const TensorView& positions, const TensorVie
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kRope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
+  if (positions.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::rope(positions, q, k, cos_sin_cache, style);  // checks positions
   rotary::RopeArgs a;
   a.positions = positions;
@@ -92,6 +92,7 @@ Status mrope(const ExecContext& ctx, const TensorView& positions, const TensorVi
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kMrope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
+  if (positions.shape[1] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::mrope(positions, q, k, cos_sin_cache, section);
   rotary::RopeArgs a;
   a.positions = positions;

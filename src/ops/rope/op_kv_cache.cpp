@@ -56,7 +56,7 @@ Status validate(const TensorView& positions, const TensorView& q, const TensorVi
   v.defined(c.k_cache, "k_cache").defined(c.v_cache, "v_cache");
   if (!v.ok()) return v.status();
   v.dtype_in(positions, "positions", {DType::i32, DType::i64});
-  v.rank(positions, "positions", 1).dim_min(positions, "positions", 0, 1);
+  v.rank(positions, "positions", 1);  // T = 0 is allowed: nothing to do
   if (!v.ok()) return v.status();
   const int64_t T = positions.shape[0];
   rotary::check_qk_cache(v, T, positions, q, k, cos_sin, {DType::bf16, DType::f16});
@@ -94,7 +94,7 @@ Status validate_kv(const TensorView& k, const TensorView& val, const TensorView&
   if (!v.ok()) return v.status();
   v.dtype_in(k, "k", {DType::bf16, DType::f16}).rank(k, "k", 3);
   if (!v.ok()) return v.status();
-  v.dim_min(k, "k", 0, 1).dim_min(k, "k", 1, 1).dim_min(k, "k", 2, 1);
+  v.dim_min(k, "k", 1, 1).dim_min(k, "k", 2, 1);  // T = 0 is allowed: nothing to do
   if (k.shape[1] > rotary::kMaxHeads)
     v.require(false, [&] {
       return "k: expected at most " + std::to_string(rotary::kMaxHeads) + " heads, got " + std::to_string(k.shape[1]);
@@ -160,6 +160,7 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
        {"slot_mapping", &slot_mapping}, {"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
        {"k_scale", &cache.k_scale}, {"v_scale", &cache.v_scale}},
       &backend));
+  if (positions.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference)
     return ref::rope_kv_cache_write(positions, q, k, v, cos_sin_cache, style, slot_mapping, cache);
   rotary::RopeArgs a;
@@ -183,6 +184,7 @@ Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorV
       {{"k", &k}, {"v", &v}, {"slot_mapping", &slot_mapping}, {"k_cache", &cache.k_cache},
        {"v_cache", &cache.v_cache}, {"k_scale", &cache.k_scale}, {"v_scale", &cache.v_scale}},
       &backend));
+  if (k.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::kv_cache_write(k, v, slot_mapping, cache);
   rotary::RopeArgs a;  // no q, positions or cos/sin: no rotary columns, k copied whole
   a.k = k;

@@ -67,7 +67,7 @@ const std::vector<Rule>& rules() {
        "x: expected 2 dimensions"},
       {"OutRank", kBoth, [](Args& a, Buffers&) { a.out = TensorView::contiguous(a.out.data, DType::f32, {T, F, 1}); },
        "out: expected 2 dimensions"},
-      {"NoTokens", kBoth, [](Args& a, Buffers&) { a.x.shape[0] = a.out.shape[0] = 0; }, "x: expected dim 0 >= 1"},
+      {"NoTokensOutRows", kBoth, [](Args& a, Buffers&) { a.x.shape[0] = 0; }, "out: expected dim 0 = 0"},  // T = 0 checked
       {"OddGateUp", kBoth, [](Args& a, Buffers&) { a.x.shape[1] = 2 * F - 1; }, "x: expected an even dim 1 >= 2"},
       {"EmptyGateUp", kBoth, [](Args& a, Buffers&) { a.x.shape[1] = a.out.shape[1] = 0; }, "x: expected an even dim 1 >= 2"},
       {"OutTokens", kBoth, [](Args& a, Buffers&) { a.out.shape[0] = T + 1; }, "out: expected dim 0 = 4"},

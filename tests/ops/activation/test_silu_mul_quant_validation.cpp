@@ -89,7 +89,7 @@ const std::vector<Rule>& rules() {
        },
        "q: expected 2 dimensions"},
       {"ScalesRank", kAll, [](Args& a, Buffers&) { a.scales.ndim = 1; }, "scales: expected 2 dimensions"},
-      {"NoTokens", kAll, [](Args& a, Buffers&) { a.x.shape[0] = 0; }, "x: expected dim 0 >= 1"},
+      {"NoTokensQRows", kAll, [](Args& a, Buffers&) { a.x.shape[0] = 0; }, "q: expected dim 0 = 0 (x's T)"},
       {"OddGateUp", kAll, [](Args& a, Buffers&) { a.x.shape[1] = 2 * F - 1; }, "x: expected an even dim 1"},
       {"FNotGroupMultiple", kAll, [](Args& a, Buffers&) { a.x.shape[1] = 2 * (F - 8); },
        "x: expected dim 1 = 2F with F a multiple of the group size"},

@@ -77,11 +77,11 @@ const std::vector<Rule>& rules() {
        "residual: expected 2 dimensions"},
       {"OutRank", kBoth, false, [](Args& a, Buffers&) { a.out = TensorView::contiguous(a.out.data, DType::f32, {T, H, 1}); },
        "out: expected 2 dimensions"},
-      {"NoTokens", kBoth, false,
+      {"NoTokensOutRows", kBoth, false,
        [](Args& a, Buffers&) {
-         a.x.shape[0] = a.out.shape[0] = a.residual.shape[0] = 0;
+         a.x.shape[0] = a.residual.shape[0] = 0;
        },
-       "x: expected dim 0 >= 1"},
+       "out: expected shape [0, "},
       {"NoHidden", kBoth, false,
        [](Args& a, Buffers&) { a.x.shape[1] = a.out.shape[1] = a.residual.shape[1] = a.weight.shape[0] = 0; },
        "x: expected dim 1 >= 1"},

@@ -30,7 +30,7 @@ Status validate2(const TensorView& v_a, const TensorView& lse_a, const TensorVie
                  const TensorView& out, const TensorView& out_lse) {
   detail::Validator v(kOp2);
   v.defined(v_a, "v_a").defined(lse_a, "lse_a").defined(v_b, "v_b").defined(lse_b, "lse_b").defined(out, "out");
-  if (out_lse.data != nullptr) v.defined(out_lse, "out_lse");  // optional; when given, sizes must be sane
+  if (out_lse.defined()) v.defined(out_lse, "out_lse");  // optional; when given, sizes must be sane
   v.dtype_in(v_a, "v_a", {DType::bf16, DType::f16, DType::f32});
   v.same_dtype(v_b, "v_b", v_a, "v_a").same_dtype(out, "out", v_a, "v_a");
   v.dtype_in(lse_a, "lse_a", {DType::f32}).dtype_in(lse_b, "lse_b", {DType::f32});
@@ -61,7 +61,7 @@ Status validate_n(const TensorView& v_parts, const TensorView& lse_parts, const 
                   const TensorView& out_lse) {
   detail::Validator v(kOpN);
   v.defined(v_parts, "v_parts").defined(lse_parts, "lse_parts").defined(out, "out");
-  if (out_lse.data != nullptr) v.defined(out_lse, "out_lse");
+  if (out_lse.defined()) v.defined(out_lse, "out_lse");
   v.dtype_in(v_parts, "v_parts", {DType::bf16, DType::f16, DType::f32});
   v.same_dtype(out, "out", v_parts, "v_parts");
   v.dtype_in(lse_parts, "lse_parts", {DType::f32}).dtype_in(out_lse, "out_lse", {DType::f32});

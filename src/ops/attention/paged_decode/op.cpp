@@ -21,8 +21,8 @@ Status validate(const TensorView& q, const TensorView& k_cache, const TensorView
   detail::Validator v(kOp);
   v.defined(q, "q").defined(k_cache, "k_cache").defined(v_cache, "v_cache");
   v.defined(block_table, "block_table").defined(seq_lens, "seq_lens").defined(out, "out");
-  if (sinks.data != nullptr) v.defined(sinks, "sinks");  // optional; when given, sizes must be sane
-  if (lse.data != nullptr) v.defined(lse, "lse");
+  if (sinks.defined()) v.defined(sinks, "sinks");  // optional; when given, sizes must be sane
+  if (lse.defined()) v.defined(lse, "lse");
 
   v.dtype_in(q, "q", {DType::bf16, DType::f16, DType::f32}).same_dtype(out, "out", q, "q");
   v.dtype_in(k_cache, "k_cache", {DType::bf16, DType::f16, DType::e4m3, DType::e5m2});
