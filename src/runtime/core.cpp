@@ -1,6 +1,7 @@
 // Small definitions behind the public value types (DType, Status, TensorView, Backend).
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "tejas/context.h"
@@ -69,7 +70,8 @@ TensorView TensorView::contiguous(void* data, DType dtype, int ndim, const int64
   for (int d = t.ndim - 1; d >= 0; --d) {
     t.shape[d] = shape[d];
     t.stride[d] = s;
-    s *= shape[d];
+    // Saturates where hostile sizes would overflow: a stride past 2^56, refused by validation.
+    if (__builtin_mul_overflow(s, shape[d], &s)) s = std::numeric_limits<int64_t>::max();
   }
   return t;
 }

@@ -367,6 +367,16 @@ Status cuda_not_built(const char* op, Backend b) {
   return backend_unsupported(op, b, "op in a host-only build (no CUDA)");
 }
 
+Status empty_kernel_call(const char* op, Backend b) {
+#if TEJAS_WITH_CUDA
+  (void)op;
+  (void)b;
+  return Status::Ok();
+#else
+  return b == Backend::cuda ? cuda_not_built(op, b) : Status::Ok();
+#endif
+}
+
 Status check_kernel_rows(const char* op, Backend b, const char* tensor, int64_t rows) {
   if (rows <= kMaxKernelRows) return Status::Ok();
   return backend_unsupported(op, b, std::string("many rows: ") + tensor + " has " + std::to_string(rows) +

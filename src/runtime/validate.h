@@ -115,6 +115,12 @@ Status backend_unsupported(const char* op, Backend b, const std::string& detail 
 // The cuda backend asked of a host-only build (TEJAS_HOST_ONLY): unsupported, saying so.
 Status cuda_not_built(const char* op, Backend b);
 
+// A kernel backend's call with nothing to do (no tokens, or no elements): ok without a launch or
+// any debug-mode read (the kernels would read nothing), except that the cuda backend of a
+// host-only build answers unsupported as for any call. The reference backend runs such calls
+// through its usual path instead (its checks of scale values included).
+Status empty_kernel_call(const char* op, Backend b);
+
 // The row-wise kernels (norm, rope, activation) put rows (tokens) on gridDim.x, whose limit is
 // 2^31 - 1 blocks: beyond kMaxKernelRows rows a kernel backend answers unsupported, naming
 // `tensor` (the reference backend runs any count). Ok otherwise.

@@ -38,9 +38,9 @@ Status run(const char* op, const ExecContext& ctx, const TensorView& x, const Te
   TEJAS_RETURN_IF_ERROR(validate(op, x, out, options));
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(op, ctx, {{"x", &x}, {"out", &out}}, &backend));
-  if (x.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   const act::Act kind = options ? act::Act::silu : act::Act::gelu_tanh;
   const act::ActOptions o = options ? act::to_act_options(*options) : act::ActOptions{};
+  if (backend != Backend::reference && x.shape[0] == 0) return detail::empty_kernel_call(op, backend);
   if (backend != Backend::reference) TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", x.shape[0]));
   switch (backend) {
     case Backend::reference:

@@ -56,7 +56,7 @@ Status run(const char* op, const ExecContext& ctx, const act::QuantArgs& a, cons
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       op, ctx, {{"x", a.x}, {"q", a.q}, {"scales", a.scales}, {"tensor_scale", &ts}}, &backend));
-  if (a.x->shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
+  if (backend != Backend::reference && a.x->shape[0] == 0) return detail::empty_kernel_call(op, backend);
   if (backend != Backend::reference) TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", a.x->shape[0]));
   switch (backend) {
     case Backend::reference:

@@ -83,6 +83,7 @@ Status validate(const char* op, const TensorView& x, const TensorView& residual,
 
 // The validated call on the chosen kernel backend.
 Status run_kernel(const char* op, const ExecContext& ctx, Backend backend, const norm::NormArgs& args) {
+  if (args.x.shape[0] == 0) return detail::empty_kernel_call(op, backend);
   TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", args.x.shape[0]));
   if (backend == Backend::emulator) return norm::launch_norm_emulator(op, ctx, args);
 #if TEJAS_WITH_CUDA
@@ -103,7 +104,6 @@ Status run(const char* op, const ExecContext& ctx, const TensorView& x, const Te
   TEJAS_RETURN_IF_ERROR(validate(op, x, residual, fused, weight, eps, out, sc));
   Backend backend;
   TEJAS_RETURN_IF_ERROR(resolve(op, ctx, x, residual, weight, out, sc.scale, &backend));
-  if (x.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference)
     return fused ? ref::fused_add_rms_norm(x, residual, weight, eps, out, sc) : ref::rms_norm(x, weight, eps, out, sc);
   norm::NormArgs args{x, residual, weight, out, sc.scale, eps, norm::OutKind::same};
@@ -179,7 +179,6 @@ Status fused_add_rms_norm_quant_fp8_group(const ExecContext& ctx, const TensorVi
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kFusedQuant, ctx, {{"x", &x}, {"residual", &residual}, {"weight", &weight}, {"q", &q}, {"scales", &scales}},
       &backend));
-  if (x.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::fused_add_rms_norm_quant_fp8_group(x, residual, weight, eps, q, scales);
   return run_kernel(kFusedQuant, ctx, backend, norm::NormArgs{x, residual, weight, q, scales, eps, norm::OutKind::fp8_group});
 }

@@ -22,6 +22,7 @@ using quant_kernel::ScaleRule;
 // The kernel backends (emulator, cuda); `ts` is tensor_scale (absent unless nvfp4).
 Status run_quant_kernels(const char* op, const ExecContext& ctx, Backend b, const TensorView& x, const TensorView& q,
                          const TensorView& scales, const TensorView& ts, int64_t group, ScaleRule rule) {
+  if (x.has_zero_size()) return detail::empty_kernel_call(op, b);
   const quant_kernel::QuantPlan plan = quant_kernel::plan_quant(x, q, scales, ts, group, rule);
   if (b == Backend::emulator) return quant_kernel::run_quant_emu(op, ctx, plan);
 #if TEJAS_WITH_CUDA
@@ -33,6 +34,7 @@ Status run_quant_kernels(const char* op, const ExecContext& ctx, Backend b, cons
 
 Status run_dequant_kernels(const char* op, const ExecContext& ctx, Backend b, const TensorView& q,
                            const TensorView& scales, const TensorView& ts, const TensorView& out, int64_t group) {
+  if (q.has_zero_size()) return detail::empty_kernel_call(op, b);
   const quant_kernel::DequantPlan plan = quant_kernel::plan_dequant(q, scales, ts, out, group);
   if (b == Backend::emulator) return quant_kernel::run_dequant_emu(op, ctx, plan);
 #if TEJAS_WITH_CUDA

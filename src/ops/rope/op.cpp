@@ -57,6 +57,7 @@ Status validate_mrope(const TensorView& positions, const TensorView& q, const Te
 
 // Kernel backends: positions checked in debug-check mode, then the kernel.
 Status run_kernels(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
+  if (a.q.shape[0] == 0) return detail::empty_kernel_call(op, backend);
   TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "q", a.q.shape[0]));
   if (detail::debug_checks_enabled(ctx)) {
     std::vector<uint8_t> storage;
@@ -75,7 +76,6 @@ Status rope(const ExecContext& ctx, const TensorView& positions, const TensorVie
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kRope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
-  if (positions.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::rope(positions, q, k, cos_sin_cache, style);  // checks positions
   rotary::RopeArgs a;
   a.positions = positions;
@@ -92,7 +92,6 @@ Status mrope(const ExecContext& ctx, const TensorView& positions, const TensorVi
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       kMrope, ctx, {{"positions", &positions}, {"q", &q}, {"k", &k}, {rotary::kCacheName, &cos_sin_cache}}, &backend));
-  if (positions.shape[1] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::mrope(positions, q, k, cos_sin_cache, section);
   rotary::RopeArgs a;
   a.positions = positions;

@@ -142,6 +142,7 @@ Status debug_checks(const char* op, const ExecContext& ctx, Backend backend, con
 // rotation), the debug-mode index checks, the launch.
 Status run_kernels(const char* op, const ExecContext& ctx, Backend backend, const rotary::RopeArgs& a) {
   const bool rotates = a.q.defined();
+  if ((rotates ? a.q : a.k).shape[0] == 0) return detail::empty_kernel_call(op, backend);
   TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, rotates ? "q" : "k", (rotates ? a.q : a.k).shape[0]));
   if (detail::debug_checks_enabled(ctx)) TEJAS_RETURN_IF_ERROR(debug_checks(op, ctx, backend, a));
   return rotary::run_kernel_backend(op, ctx, backend, a);
@@ -160,7 +161,6 @@ Status rope_kv_cache_write(const ExecContext& ctx, const TensorView& positions, 
        {"slot_mapping", &slot_mapping}, {"k_cache", &cache.k_cache}, {"v_cache", &cache.v_cache},
        {"k_scale", &cache.k_scale}, {"v_scale", &cache.v_scale}},
       &backend));
-  if (positions.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference)
     return ref::rope_kv_cache_write(positions, q, k, v, cos_sin_cache, style, slot_mapping, cache);
   rotary::RopeArgs a;
@@ -184,7 +184,6 @@ Status kv_cache_write(const ExecContext& ctx, const TensorView& k, const TensorV
       {{"k", &k}, {"v", &v}, {"slot_mapping", &slot_mapping}, {"k_cache", &cache.k_cache},
        {"v_cache", &cache.v_cache}, {"k_scale", &cache.k_scale}, {"v_scale", &cache.v_scale}},
       &backend));
-  if (k.shape[0] == 0) return Status::Ok();  // no tokens: no launch, nothing written
   if (backend == Backend::reference) return ref::kv_cache_write(k, v, slot_mapping, cache);
   rotary::RopeArgs a;  // no q, positions or cos/sin: no rotary columns, k copied whole
   a.k = k;

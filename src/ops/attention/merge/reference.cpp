@@ -15,7 +15,9 @@ TensorView part_view(const TensorView& stacked, int64_t s) {
     t.shape[d] = stacked.shape[d + 1];
     t.stride[d] = stacked.stride[d + 1];
   }
-  // Merge inputs are bf16/f16/f32, so the part offset is a whole number of bytes.
+  // Merge inputs are bf16/f16/f32, so the part offset is a whole number of bytes. An empty stack
+  // may have a null pointer (no arithmetic on it) and framework strides: its parts stay empty.
+  if (t.has_zero_size()) return t;
   t.data = static_cast<char*>(stacked.data) + s * stacked.stride[0] * (dtype_bits(stacked.dtype) / 8);
   return t;
 }
