@@ -35,7 +35,7 @@
 //   silu_mul_quant_mx: the rules of quant_mx applied to y, format mxfp4 (q e2m1, scales ue8m0
 //     [T, F / 32]) or nvfp4 (q e2m1, scales e4m3 [T, F / 16], tensor_scale f32 [1] an input,
 //     in [2^-64, 2^64] as in tejas/quant.h; checked when it is a host tensor, or in debug-check
-//     mode). mxfp8 is not offered.
+//     mode on calls with tokens). mxfp8 is not offered.
 // x in {bf16, f16} ([T, 2F], T >= 0, F a multiple of the group size). Layout rules as above for
 // x; q and scales: innermost contiguous, non-negative strides, every element its own address,
 // e2m1 rows starting on a byte (even row stride); q and scales overlap neither x nor each

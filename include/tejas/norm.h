@@ -29,7 +29,8 @@
 //                      get a smaller scale and larger codes here than there.)
 //   static_per_tensor: s = out_scale.scale[0] (f32 [1], an input). It must be finite and > 0:
 //                      checked by the reference backend always, by the others only in
-//                      debug-check mode (ExecContext::debug_checks). A NaN y gives a NaN code;
+//                      debug-check mode (ExecContext::debug_checks) and on calls with tokens
+//                      (T = 0 reads nothing: docs/using.md). A NaN y gives a NaN code;
 //                      |y / s| beyond 448 saturates to +-448.
 //
 // fused_add_rms_norm_quant_fp8_group: fused_add_rms_norm followed by quant_fp8_group in one pass:

@@ -43,10 +43,11 @@
 // not overlap the inputs or each other. All tensors on one device.
 // tensor_scale's value must lie in [kMinTensorScale, kMaxTensorScale] = [2^-64, 2^64]; it is
 // validated when it is a host tensor, and on the cuda backend in debug-check mode (a device read
-// that synchronizes the stream). The bound keeps 1 / (6 * tensor_scale) and
-// 1 / (block_scale * tensor_scale) normal f32 numbers, which the kernels' exact rounding needs;
-// realistic scales (amax_tensor / 2688) are far inside it. Outside it, without debug checks,
-// the cuda backend's codes are unspecified (never a write outside the outputs).
+// that synchronizes the stream; not made by a call with no elements, which reads nothing). The
+// bound keeps 1 / (6 * tensor_scale) and 1 / (block_scale * tensor_scale) normal f32 numbers,
+// which the kernels' exact rounding needs; realistic scales (amax_tensor / 2688) are far inside
+// it. Outside it, without debug checks, the cuda backend's codes are unspecified (never a write
+// outside the outputs).
 //
 // Non-finite inputs, per group (block):
 //   NaN anywhere in it: its scale is NaN (f32 NaN, ue8m0 0xFF, e4m3 0x7F) and every q of the

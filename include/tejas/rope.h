@@ -63,10 +63,10 @@
 //   Index contents: non-negative slots lie in [0, num_blocks * block_size) and are distinct;
 //     positions as rope; k_scale and v_scale finite and > 0. Checked (invalid_argument naming
 //     slot_mapping, positions, k_scale or v_scale, before anything is written) by the reference
-//     backend always and by the others in debug-check mode. Without debug checks the kernel
-//     backends skip a slot beyond the cache like a negative one and treat positions as rope
-//     does; repeated slots or bad scales give wrong cache contents, never a write outside the
-//     caches.
+//     backend always and by the others in debug-check mode (on calls with tokens: T = 0 reads
+//     nothing). Without debug checks the kernel backends skip a slot beyond the cache like a
+//     negative one and treat positions as rope does; repeated slots or bad scales give wrong
+//     cache contents, never a write outside the caches.
 #pragma once
 #include <cstdint>
 

@@ -58,13 +58,14 @@ class Arena {
       HostTensor got = host_[i];
       if (backend_ == Backend::cuda) {
         bool intact = false;
-        ASSERT_TRUE(mirrors_[i].download(got).ok());
+        ASSERT_TRUE(mirrors_[i].download(got).ok());  // the payload, padding included
         ASSERT_TRUE(mirrors_[i].guards_intact(&intact).ok());
-        EXPECT_TRUE(intact);
+        EXPECT_TRUE(intact) << "the device guards";
       } else {
         got = live_[i];
+        EXPECT_TRUE(got.guards_intact()) << "the host guards";
       }
-      EXPECT_TRUE(got.guards_intact() && got.padding_intact());
+      EXPECT_TRUE(got.padding_intact());
       for (int64_t e = 0; e < got.numel(); ++e) ASSERT_EQ(got.bits_flat(e), host_[i].bits_flat(e)) << "element " << e;
     }
   }
