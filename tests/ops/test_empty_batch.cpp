@@ -21,6 +21,7 @@
 #include "check/host_tensor.h"
 #include "check/op_checks.h"
 #include "ops/common/emu_launch.h"
+#include "support/backends.h"
 #include "tejas/activation.h"
 #include "tejas/attention.h"
 #include "tejas/norm.h"
@@ -277,9 +278,10 @@ bool reference_only(const std::string& op) {
   return op.rfind("merge_attention_states", 0) == 0 || op == "paged_decode_attention";
 }
 
+// The reference, then the kernel backends (the emulator, and the GPU when present).
 std::vector<Backend> every_backend() {
-  std::vector<Backend> b = {Backend::reference, Backend::emulator};
-  if (check::cuda_available()) b.push_back(Backend::cuda);
+  std::vector<Backend> b = {Backend::reference};
+  for (Backend k : testsupport::kernel_backends()) b.push_back(k);
   return b;
 }
 

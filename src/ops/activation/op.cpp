@@ -40,8 +40,10 @@ Status run(const char* op, const ExecContext& ctx, const TensorView& x, const Te
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(op, ctx, {{"x", &x}, {"out", &out}}, &backend));
   const act::Act kind = options ? act::Act::silu : act::Act::gelu_tanh;
   const act::ActOptions o = options ? act::to_act_options(*options) : act::ActOptions{};
-  if (backend != Backend::reference && x.shape[0] == 0) return detail::empty_kernel_call(op, backend);
-  if (backend != Backend::reference) TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", x.shape[0]));
+  if (backend != Backend::reference) {
+    if (x.shape[0] == 0) return detail::empty_kernel_call(op, backend);
+    TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", x.shape[0]));
+  }
   switch (backend) {
     case Backend::reference:
       if (options) ref::silu_mul(x, out, *options);

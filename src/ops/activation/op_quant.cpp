@@ -56,8 +56,10 @@ Status run(const char* op, const ExecContext& ctx, const act::QuantArgs& a, cons
   Backend backend;
   TEJAS_RETURN_IF_ERROR(detail::resolve_backend(
       op, ctx, {{"x", a.x}, {"q", a.q}, {"scales", a.scales}, {"tensor_scale", &ts}}, &backend));
-  if (backend != Backend::reference && a.x->shape[0] == 0) return detail::empty_kernel_call(op, backend);
-  if (backend != Backend::reference) TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", a.x->shape[0]));
+  if (backend != Backend::reference) {
+    if (a.x->shape[0] == 0) return detail::empty_kernel_call(op, backend);
+    TEJAS_RETURN_IF_ERROR(detail::check_kernel_rows(op, backend, "x", a.x->shape[0]));
+  }
   switch (backend) {
     case Backend::reference:
       if (a.kind == act::QuantKind::fp8_f32 || a.kind == act::QuantKind::fp8_ue8m0)
