@@ -233,3 +233,18 @@ TEST(OpChecks, EveryCaseHasAnOutputAndInputs) {
     }
   }
 }
+
+// op_checks.h: every op's cases include an empty batch (a tensor with no elements: no tokens,
+// no requests), so `tejas check` runs one on every backend, under graph capture and PDL.
+TEST(OpChecks, EveryOpHasAnEmptyBatchCase) {
+  TEJAS_SEEDED_TEST_RNG();
+  for (const auto& check : op_checks()) {
+    int empty = 0;
+    for (const auto& c : check.build(rng)) {
+      bool no_elements = false;
+      for (const auto& a : c.args()) no_elements |= a.host->numel() == 0;
+      empty += no_elements;
+    }
+    EXPECT_GE(empty, 1) << check.name << ": no case with an empty batch";
+  }
+}

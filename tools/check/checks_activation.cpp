@@ -64,6 +64,7 @@ std::vector<Case> silu_mul_cases(Rng& rng) {
   v.push_back(act_case(rng, Act::silu, DType::bf16, 4, 128, 16));
   v.push_back(act_case(rng, Act::silu_clamped, DType::bf16, 5, 256, 0));
   v.push_back(act_case(rng, Act::silu_clamped, DType::f32, 3, 45, 0));
+  v.push_back(act_case(rng, Act::silu, DType::bf16, 0, 128, 16));
   return v;
 }
 
@@ -72,6 +73,7 @@ std::vector<Case> gelu_tanh_mul_cases(Rng& rng) {
   v.push_back(act_case(rng, Act::gelu, DType::bf16, 7, 300, 0));
   v.push_back(act_case(rng, Act::gelu, DType::f16, 3, 64, 8));
   v.push_back(act_case(rng, Act::gelu, DType::f32, 2, 33, 0));
+  v.push_back(act_case(rng, Act::gelu, DType::f16, 0, 300, 0));
   return v;
 }
 
@@ -196,6 +198,7 @@ std::vector<Case> silu_mul_quant_fp8_group_cases(Rng& rng) {
   v.push_back(fused_fp8_case(rng, DType::bf16, DType::f32, 5, 256, false));
   v.push_back(fused_fp8_case(rng, DType::f16, DType::ue8m0, 3, 384, false));
   v.push_back(fused_fp8_case(rng, DType::bf16, DType::f32, 2, 128, true));
+  v.push_back(fused_fp8_case(rng, DType::bf16, DType::ue8m0, 0, 256, false));
   return v;
 }
 
@@ -204,6 +207,7 @@ std::vector<Case> silu_mul_quant_mx_cases(Rng& rng) {
   v.push_back(fused_mx_case(rng, MxFormat::mxfp4, DType::bf16, 5, 256));
   v.push_back(fused_mx_case(rng, MxFormat::nvfp4, DType::bf16, 3, 160));
   v.push_back(fused_mx_case(rng, MxFormat::nvfp4, DType::f16, 1, 48));
+  v.push_back(fused_mx_case(rng, MxFormat::nvfp4, DType::bf16, 0, 160));
   return v;
 }
 

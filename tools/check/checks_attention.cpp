@@ -34,7 +34,7 @@ std::string join(const std::vector<int64_t>& v) {
 
 Case decode_case(Rng& rng, const DecodeCase& d) {
   const int64_t B = static_cast<int64_t>(d.seq_lens.size());
-  int64_t max_blocks = 0, used = 0;
+  int64_t max_blocks = 1, used = 0;  // a table of at least one column, with no requests too
   for (int64_t L : d.seq_lens) {
     max_blocks = std::max(max_blocks, (L + d.block - 1) / d.block);
     used += (L + d.block - 1) / d.block;
@@ -132,6 +132,7 @@ std::vector<Case> paged_decode_cases(Rng& rng) {
   fp8.v_scale = kVScale;
   v.push_back(decode_case(rng, {DType::f16, DType::e4m3, {17, 64}, 1, 4, 4, 128, 16, fp8, false}));
   v.push_back(decode_case(rng, {DType::f32, DType::bf16, {65, 3}, 1, 2, 1, 256, 64, {}, false}));
+  v.push_back(decode_case(rng, {DType::bf16, DType::bf16, {}, 1, 8, 2, 128, 16, {}, true}));  // no requests
   return v;
 }
 
@@ -139,6 +140,7 @@ std::vector<Case> merge_states_cases(Rng& rng) {
   std::vector<Case> v;
   v.push_back(merge_case(rng, DType::bf16, 5, 4, 64, true));
   v.push_back(merge_case(rng, DType::f32, 3, 2, 128, false));
+  v.push_back(merge_case(rng, DType::bf16, 0, 4, 64, true));
   return v;
 }
 
@@ -146,6 +148,7 @@ std::vector<Case> merge_states_n_cases(Rng& rng) {
   std::vector<Case> v;
   v.push_back(merge_n_case(rng, DType::bf16, 3, 4, 3, 64));
   v.push_back(merge_n_case(rng, DType::f16, 5, 2, 2, 128));
+  v.push_back(merge_n_case(rng, DType::bf16, 3, 0, 4, 64));
   return v;
 }
 

@@ -111,6 +111,8 @@ std::vector<Case> norm_rms_cases(Rng& rng) {
   v.push_back(rms_case(rng, {DType::bf16, DType::bf16, DType::bf16, 1, 4096, 0}));
   v.push_back(rms_case(rng, {DType::bf16, DType::bf16, DType::e4m3, 4, 256, 0}, Fp8ScaleMode::dynamic_per_token));
   v.push_back(rms_case(rng, {DType::bf16, DType::f32, DType::e4m3, 3, 128, 0}, Fp8ScaleMode::static_per_tensor));
+  v.push_back(rms_case(rng, {DType::bf16, DType::f32, DType::e4m3, 0, 128, 0}, Fp8ScaleMode::static_per_tensor));
+  v.push_back(rms_case(rng, {DType::f16, DType::f16, DType::f16, 0, 64, 8}));
   return v;
 }
 
@@ -120,6 +122,7 @@ std::vector<Case> norm_fused_add_cases(Rng& rng) {
   v.push_back(fused_case(rng, {DType::f16, DType::f32, DType::f16, 3, 96, 8}, DType::f32));
   v.push_back(fused_case(rng, {DType::f32, DType::f32, DType::f32, 2, 33, 0}, DType::f32));
   v.push_back(fused_case(rng, {DType::bf16, DType::bf16, DType::e4m3, 4, 256, 0}, DType::bf16));
+  v.push_back(fused_case(rng, {DType::bf16, DType::bf16, DType::bf16, 0, 200, 0}, DType::f32));
   return v;
 }
 
@@ -190,6 +193,7 @@ std::vector<Case> norm_fused_quant_cases(Rng& rng) {
   v.push_back(fused_quant_case(rng, DType::bf16, DType::bf16, DType::f32, 5, 256));
   v.push_back(fused_quant_case(rng, DType::bf16, DType::f32, DType::ue8m0, 3, 1024));
   v.push_back(fused_quant_case(rng, DType::f16, DType::f16, DType::f32, 1, 7168));
+  v.push_back(fused_quant_case(rng, DType::bf16, DType::bf16, DType::ue8m0, 0, 256));
   return v;
 }
 

@@ -70,7 +70,10 @@ Case quant_mx_case(Rng& rng, MxFormat f, DType x, int64_t M, int64_t K) {
   const int64_t block = mx_block_size(f);
   c.out("q", mx_code_dtype(f), {M, K}, exact_rule());
   c.out("scales", mx_scale_dtype(f), {M, K / block}, exact_rule());
-  if (f == MxFormat::nvfp4) c.in("tensor_scale", DType::f32, {1}).set_flat(0, max_abs(xt) / kNvfp4ScaleRange);
+  if (f == MxFormat::nvfp4) {  // amax over the e4m3 x e2m1 range; 1 / range with no elements
+    const double amax = xt.numel() > 0 ? max_abs(xt) : 1.0;
+    c.in("tensor_scale", DType::f32, {1}).set_flat(0, amax / kNvfp4ScaleRange);
+  }
   c.set_call([f](const ExecContext& ctx, const Args& a) {
     return quant_mx(ctx, f, a["x"], a["q"], a["scales"], a["tensor_scale"]);
   });
@@ -102,6 +105,7 @@ std::vector<Case> quant_fp8_group_cases(Rng& rng) {
   v.push_back(quant_fp8(rng, DType::bf16, DType::f32, 5, 384, 128));
   v.push_back(quant_fp8(rng, DType::f16, DType::ue8m0, 3, 256, 128));
   v.push_back(quant_fp8(rng, DType::f32, DType::f32, 4, 192, 64));
+  v.push_back(quant_fp8(rng, DType::bf16, DType::ue8m0, 0, 384, 128));
   return v;
 }
 
@@ -110,6 +114,7 @@ std::vector<Case> dequant_fp8_group_cases(Rng& rng) {
   v.push_back(dequant_fp8(rng, DType::f32, DType::bf16, 5, 384, 128));
   v.push_back(dequant_fp8(rng, DType::ue8m0, DType::f32, 3, 256, 128));
   v.push_back(dequant_fp8(rng, DType::f32, DType::f16, 2, 128, 64));
+  v.push_back(dequant_fp8(rng, DType::f32, DType::bf16, 0, 256, 128));
   return v;
 }
 
@@ -119,6 +124,7 @@ std::vector<Case> quant_mx_cases(Rng& rng) {
   v.push_back(quant_mx_case(rng, MxFormat::mxfp4, DType::bf16, 3, 128));
   v.push_back(quant_mx_case(rng, MxFormat::nvfp4, DType::bf16, 4, 128));
   v.push_back(quant_mx_case(rng, MxFormat::mxfp4, DType::f32, 2, 96));
+  v.push_back(quant_mx_case(rng, MxFormat::nvfp4, DType::bf16, 0, 128));
   return v;
 }
 
@@ -127,6 +133,7 @@ std::vector<Case> dequant_mx_cases(Rng& rng) {
   v.push_back(dequant_mx_case(rng, MxFormat::mxfp8, DType::bf16, 4, 256));
   v.push_back(dequant_mx_case(rng, MxFormat::mxfp4, DType::f32, 3, 128));
   v.push_back(dequant_mx_case(rng, MxFormat::nvfp4, DType::bf16, 4, 128));
+  v.push_back(dequant_mx_case(rng, MxFormat::mxfp8, DType::f16, 0, 256));
   return v;
 }
 

@@ -132,7 +132,8 @@ Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t H
   fill_normal(c.inout("k", qk, {T, Hk, D}, Rule{}), rng);
   fill_normal(c.in("v", qk, {T, Hk, D}), rng);
   HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
-  const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;  // distinct, spread over blocks
+  // Distinct slots, spread over the blocks.
+  const int64_t num_slots = num_blocks * block_size, stride = T > 0 ? num_slots / T : 0;
   for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
   const bool fp8 = dtype_is_fp8(kv);
   for (const char* name : {"k_cache", "v_cache"}) {
@@ -160,7 +161,7 @@ Case kv_write_case(Rng& rng, DType kvt, DType cache, int64_t T, int64_t Hk, int6
   fill_normal(c.in("k", kvt, {T, Hk, D}, 8), rng);   // padded rows, k's and v's strides apart
   fill_normal(c.in("v", kvt, {T, Hk, D}, 24), rng);
   HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
-  const int64_t num_slots = num_blocks * block_size, stride = num_slots / T;
+  const int64_t num_slots = num_blocks * block_size, stride = T > 0 ? num_slots / T : 0;
   for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
   const bool fp8 = dtype_is_fp8(cache);
   for (const char* name : {"k_cache", "v_cache"}) {
@@ -185,6 +186,7 @@ std::vector<Case> kv_cache_write_cases(Rng& rng) {
   v.push_back(kv_write_case(rng, DType::bf16, DType::bf16, 6, 2, 128, 4, 16));
   v.push_back(kv_write_case(rng, DType::f16, DType::e4m3, 7, 3, 72, 3, 8));
   v.push_back(kv_write_case(rng, DType::bf16, DType::e5m2, 5, 1, 6, 2, 4));
+  v.push_back(kv_write_case(rng, DType::f16, DType::e4m3, 0, 2, 64, 2, 8));
   return v;
 }
 
@@ -193,6 +195,7 @@ std::vector<Case> mrope_cases(Rng& rng) {
   v.push_back(mrope_case(rng, DType::bf16, DType::f32, 5, 4, 2, 128, 128, {16, 24, 24}));
   v.push_back(mrope_case(rng, DType::f16, DType::f16, 3, 2, 1, 96, 64, {8, 12, 12}));
   v.push_back(mrope_case(rng, DType::f32, DType::f32, 7, 3, 0, 32, 20, {3, 4, 3}));
+  v.push_back(mrope_case(rng, DType::bf16, DType::f32, 0, 4, 2, 128, 128, {16, 24, 24}));
   return v;
 }
 
@@ -202,6 +205,7 @@ std::vector<Case> rope_kv_cache_write_cases(Rng& rng) {
   v.push_back(kv_case(rng, RopeStyle::gptj, DType::f16, DType::f16, 5, 2, 1, 64, 32, 2, 8));
   v.push_back(kv_case(rng, RopeStyle::neox, DType::bf16, DType::e4m3, 7, 4, 2, 128, 64, 3, 16));
   v.push_back(kv_case(rng, RopeStyle::gptj, DType::bf16, DType::e5m2, 4, 3, 3, 72, 72, 2, 4));
+  v.push_back(kv_case(rng, RopeStyle::neox, DType::bf16, DType::e4m3, 0, 4, 2, 128, 64, 3, 16));
   return v;
 }
 
@@ -212,6 +216,7 @@ std::vector<Case> rope_cases(Rng& rng) {
   v.push_back(rope_case(rng, {RopeStyle::neox, DType::bf16, DType::f32, DType::i32, 6, 4, 2, 128, 64, 8}));
   v.push_back(rope_case(rng, {RopeStyle::gptj, DType::f32, DType::f32, DType::i32, 3, 2, 0, 64, 32, 0}));
   v.push_back(rope_case(rng, {RopeStyle::neox, DType::bf16, DType::bf16, DType::i32, 9, 5, 1, 72, 72, 0}));
+  v.push_back(rope_case(rng, {RopeStyle::neox, DType::bf16, DType::f32, DType::i64, 0, 4, 2, 128, 64, 8}));
   return v;
 }
 

@@ -1,5 +1,8 @@
 // The correctness checks of every public op: a registry of named checks, each building small
 // cases (tails included) from a seeded Rng. `tejas check` and the GoogleTest GPU cases run them.
+// Every op's cases include an empty batch (no tokens, or no requests: its outputs have no
+// elements), as serving engines call the ops: it must succeed, write nothing and leave every
+// in-place tensor (a KV cache) as it was, under graph capture and PDL too.
 #pragma once
 #include <cstdint>
 #include <sstream>
