@@ -13,6 +13,7 @@
 #include "check/op_checks.h"
 #include "check/tolerances.h"
 #include "ops/common/ref_numeric.h"
+#include "ops/probe/probe.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -154,6 +155,99 @@ TEST(CaseRunner, ReferenceBackendJudgesFiniteness) {
   EXPECT_EQ(run(Fault::inf, Backend::reference, inf_ok).verdict, Verdict::pass);
 }
 
+// Empty batches (Case::empty_batch): a fake cache write, cache[t, :] = x[t, :] for the T tokens
+// of x [T, 8] into cache [4, 8] (in place), with one fault at a time on the emulator backend.
+namespace {
+enum class EmptyFault { none, write, write_on_reference, launch, unsupported };
+constexpr int64_t kCacheRows = 4, kWidth = 8;
+EmptyFault g_empty_fault = EmptyFault::none;  // fake_write_cases' fault (OpCheck takes a plain function)
+
+Case fake_write_case(Rng& rng, int64_t T, EmptyFault fault) {
+  Case c("fake_write", cat("T=", T));
+  fill_normal(c.in("x", DType::f32, {T, kWidth}), rng);
+  fill_normal(c.inout("cache", DType::f32, {kCacheRows, kWidth}, exact_rule()), rng);
+  c.set_call([fault, T](const ExecContext& ctx, const Args& a) -> Status {
+    const bool faulty = ctx.backend != Backend::reference;
+    if (faulty && fault == EmptyFault::unsupported && T == 0) return Status::Unsupported("fake_write: no rows");
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < kWidth; ++j) ref::put(a["cache"], t, j, ref::at(a["x"], t, j));
+    if (T > 0) return Status::Ok();
+    if ((faulty && fault == EmptyFault::write) || (!faulty && fault == EmptyFault::write_on_reference))
+      ref::put(a["cache"], kCacheRows - 1, 0, 1.0);
+    if (faulty && fault == EmptyFault::launch) {  // a copy of a scratch buffer: one emulator launch
+      alignas(16) static uint8_t src[256], dst[256];
+      ExecContext emu = ctx;
+      emu.backend = Backend::emulator;
+      return probe::stream_copy(emu, TensorView::contiguous(src, DType::u8, {256}),
+                                TensorView::contiguous(dst, DType::u8, {256}), probe::StreamCopyOptions{});
+    }
+    return Status::Ok();
+  });
+  return c;
+}
+
+std::vector<Case> fake_write_cases(Rng& rng) {
+  std::vector<Case> v;
+  v.push_back(fake_write_case(rng, 2, g_empty_fault));
+  v.push_back(fake_write_case(rng, 0, g_empty_fault));
+  return v;
+}
+
+CaseResult run_empty(EmptyFault fault, Backend b = Backend::emulator) {
+  Rng rng(fresh_seed());
+  RunOptions o;
+  o.backend = b;
+  return run_case(fake_write_case(rng, 0, fault), o);
+}
+}  // namespace
+
+TEST(CaseRunner, EmptyBatchMustChangeNothing) {
+  Rng rng(1);
+  EXPECT_TRUE(fake_write_case(rng, 0, EmptyFault::none).empty_batch());
+  EXPECT_FALSE(fake_write_case(rng, 2, EmptyFault::none).empty_batch());
+  for (Backend b : {Backend::emulator, Backend::reference}) {
+    const CaseResult r = run_empty(EmptyFault::none, b);
+    EXPECT_EQ(r.verdict, Verdict::pass) << r.detail;
+  }
+  EXPECT_EQ(run_empty(EmptyFault::none, Backend::reference).detail,
+            "empty batch: the call succeeded and changed nothing");
+  CaseResult r = run_empty(EmptyFault::write);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.detail, "cache: an empty batch changed it");
+  // The reference's own write is caught too (not only as a difference from the reference).
+  r = run_empty(EmptyFault::write_on_reference, Backend::reference);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.detail, "cache: an empty batch changed it");
+  r = run_empty(EmptyFault::write_on_reference);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.detail, "reference: cache: an empty batch changed it");
+  r = run_empty(EmptyFault::launch);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.detail, "an empty batch launched 1 kernel(s)");
+}
+
+// run_op_check: unsupported for an empty batch where the op's other cases ran is a failure; where
+// none ran (no kernel for the op), it stays unsupported.
+TEST(CaseRunner, EmptyBatchUnsupportedWhereOthersRanFails) {
+  const OpCheck fake{"fake_write", "test", fake_write_cases};
+  RunOptions o;
+  o.backend = Backend::emulator;
+  g_empty_fault = EmptyFault::unsupported;
+  std::vector<CaseResult> rs = run_op_check(fake, o, fresh_seed());
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].verdict, Verdict::pass) << rs[0].detail;
+  EXPECT_EQ(rs[1].verdict, Verdict::fail);
+  EXPECT_EQ(rs[1].detail, "an empty batch answered unsupported where the op's other cases ran: fake_write: no rows");
+  g_empty_fault = EmptyFault::none;
+  rs = run_op_check(fake, o, fresh_seed());
+  EXPECT_EQ(rs[1].verdict, Verdict::pass) << rs[1].detail;
+  EXPECT_EQ(rs[1].detail, "cache: 32 match; max abs err 0, max rel err 0, max ulps 0");
+  o.backend = Backend::cuda;  // the fake op writes through host pointers: only where cuda is absent
+  if (!check::cuda_available()) {
+    for (const CaseResult& c : run_op_check(fake, o, fresh_seed())) EXPECT_EQ(c.verdict, Verdict::unsupported);
+  }
+}
+
 // The fake case's op writes through host pointers, so with a GPU it must not run on cuda at all
 // (it crashed the test on the H200: the views were device mirrors).
 TEST(CaseRunner, CudaWithoutGpuIsUnsupported) {
@@ -241,9 +335,14 @@ TEST(OpChecks, EveryOpHasAnEmptyBatchCase) {
   for (const auto& check : op_checks()) {
     int empty = 0;
     for (const auto& c : check.build(rng)) {
-      bool no_elements = false;
-      for (const auto& a : c.args()) no_elements |= a.host->numel() == 0;
-      empty += no_elements;
+      if (!c.empty_batch()) continue;
+      ++empty;
+      // No tokens: every per-token output is empty; what has elements is a tensor kept as it was.
+      for (const auto& a : c.args()) {
+        if (a.role != Role::input && a.host->numel() > 0) {
+          EXPECT_EQ(a.role, Role::inout) << check.name << " " << c.label() << ": " << a.name;
+        }
+      }
     }
     EXPECT_GE(empty, 1) << check.name << ": no case with an empty batch";
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "check/cuda_mem.h"
+#include "ops/common/emu_launch.h"
 
 namespace tejas::check {
 namespace {
@@ -30,13 +31,17 @@ bool same_codes(const HostTensor& a, const HostTensor& b) {
   return true;
 }
 
-// Memory-safety checks shared by every backend: guards, padding, inputs unchanged.
+// Memory-safety checks shared by every backend: guards, padding, inputs unchanged; an empty
+// batch also leaves every tensor it may write as it was (the reference included, so the check
+// does not rest on the reference's own result).
 std::string integrity_problem(const Case& c, const std::vector<std::unique_ptr<HostTensor>>& t) {
+  const bool empty = c.empty_batch();
   for (size_t i = 0; i < t.size(); ++i) {
     const auto& a = c.args()[i];
     if (!t[i]->guards_intact()) return a.name + ": bytes outside the tensor were written";
     if (!t[i]->padding_intact()) return a.name + ": padding between rows was written";
     if (a.role == Role::input && !same_codes(*t[i], *a.host)) return a.name + ": an input was modified";
+    if (empty && !same_codes(*t[i], *a.host)) return a.name + ": an empty batch changed it";
   }
   return "";
 }
@@ -56,6 +61,7 @@ CaseResult judge_reference(const Case& c, const std::vector<std::unique_ptr<Host
                                             index_string(t[i]->shape(), k));
     }
   }
+  if (c.empty_batch()) return result(c, Verdict::pass, "empty batch: the call succeeded and changed nothing");
   return result(c, Verdict::pass, std::to_string(checked) + " output values finite where expected");
 }
 
@@ -157,6 +163,11 @@ HostTensor& Case::add(const std::string& name, Role role, DType dt, std::vector<
   args_.push_back(Arg{name, role, rule, inner_pad, std::make_unique<HostTensor>(dt, std::move(shape), inner_pad)});
   return *args_.back().host;
 }
+bool Case::empty_batch() const {
+  for (const auto& a : args_)
+    if (a.host->numel() == 0) return true;
+  return false;
+}
 void Case::set_rule(const std::string& name, Rule rule) {
   for (auto& a : args_)
     if (a.name == name) a.rule = std::move(rule);
@@ -194,6 +205,8 @@ CaseResult run_case(const Case& c, const RunOptions& options) {
   const Status rs = c.call()(ref_ctx, host_args(c, want));
   if (!rs.ok()) return result(c, Verdict::fail, "reference: " + rs.to_string());
   if (options.backend == Backend::reference) return judge_reference(c, want);
+  // The reference held to the same memory rules, so no backend is judged against a broken one.
+  if (auto p = integrity_problem(c, want); !p.empty()) return result(c, Verdict::fail, "reference: " + p);
 
   ExecContext ctx;
   ctx.backend = options.backend;
@@ -202,9 +215,12 @@ CaseResult run_case(const Case& c, const RunOptions& options) {
   if (options.backend == Backend::cuda) return run_on_device(c, ctx, options.cuda_graph, want);
 
   auto got = clone_all(c);
+  detail::begin_emulator_call();  // the reports below are this call's (an empty batch makes none)
   const Status s = c.call()(ctx, host_args(c, got));
   if (s.code() == StatusCode::unsupported) return result(c, Verdict::unsupported, s.message());
   if (!s.ok()) return result(c, Verdict::fail, s.to_string());
+  if (const size_t n = detail::last_emulator_reports().size(); n > 0 && c.empty_batch())
+    return result(c, Verdict::fail, "an empty batch launched " + std::to_string(n) + " kernel(s)");
   return compare_outputs(c, got, want);
 }
 

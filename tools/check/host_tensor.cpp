@@ -322,6 +322,10 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
     }
   }
   r.ok = r.mismatches == 0;
+  if (n == 0) {
+    r.message = "no elements";
+    return r;
+  }
   std::ostringstream os;
   if (!r.ok) {
     os << r.mismatches << " of " << r.checked << " mismatch; first at " << index_string(got.shape(), r.first_bad)

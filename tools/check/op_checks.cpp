@@ -45,7 +45,21 @@ uint64_t op_seed(uint64_t run_seed, std::string_view op) {
 std::vector<CaseResult> run_op_check(const OpCheck& check, const RunOptions& options, uint64_t run_seed) {
   Rng rng(op_seed(run_seed, check.name));
   std::vector<CaseResult> results;
-  for (const Case& c : check.build(rng)) results.push_back(run_case(c, options));
+  const std::vector<Case> cases = check.build(rng);
+  bool others_ran = false;
+  for (const Case& c : cases) {
+    results.push_back(run_case(c, options));
+    others_ran |= !c.empty_batch() && results.back().verdict != Verdict::unsupported;
+  }
+  // An empty batch runs wherever the op's other cases do (a kernel backend answers it without a
+  // launch): unsupported there is a failure.
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CaseResult& r = results[i];
+    if (others_ran && cases[i].empty_batch() && r.verdict == Verdict::unsupported) {
+      r.verdict = Verdict::fail;
+      r.detail = "an empty batch answered unsupported where the op's other cases ran: " + r.detail;
+    }
+  }
   return results;
 }
 

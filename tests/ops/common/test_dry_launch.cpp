@@ -72,7 +72,7 @@ TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
       EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
     } else {
       EXPECT_TRUE(s.ok()) << s.to_string();
-      ++ran;
+      ran += !c.empty_batch();  // an empty batch returns before planning
     }
 #else
     EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();  // no cuda backend in this build
@@ -85,7 +85,7 @@ TEST(DryLaunch, EveryOpPlansButTouchesNoTensor) {
     }
   }
 #if TEJAS_WITH_CUDA
-  EXPECT_GT(ran, 40) << "fewer dry calls succeeded than the ops' check cases";
+  EXPECT_GT(ran, 40) << "fewer dry calls with tokens succeeded than the ops' check cases";
 #endif
   EXPECT_FALSE(detail::dry_launch()) << "the scope did not restore the flag";
 }
