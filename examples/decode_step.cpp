@@ -75,8 +75,9 @@ class Memory {
       if (cudaMalloc(&p, bytes) != cudaSuccess) return {};
       buffers_.push_back(p);
       const cudaError_t e = init ? cudaMemcpy(p, init, bytes, cudaMemcpyHostToDevice) : cudaMemset(p, 0, bytes);
-      if (e != cudaSuccess) return {};
-      return tejas::TensorView::contiguous(p, dt, shape, tejas::Device::cuda, 0);
+      int device = 0;  // where cudaMalloc put it: the current device, which the ops launch on
+      if (e != cudaSuccess || cudaGetDevice(&device) != cudaSuccess) return {};
+      return tejas::TensorView::contiguous(p, dt, shape, tejas::Device::cuda, device);
     }
 #endif
     p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);  // as cudaMalloc aligns

@@ -19,7 +19,7 @@ struct TensorView {
   int64_t shape[kMaxDims] = {};
   int64_t stride[kMaxDims] = {};  // in elements (fp4: in fp4 elements); may be 0 for broadcast dims
   Device device = Device::cpu;
-  int device_index = 0;
+  int device_index = 0;  // cuda: the GPU holding the data, which must be current at the call
 
   // A row-major contiguous view. `shape` must have at most kMaxDims entries.
   static TensorView contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape,

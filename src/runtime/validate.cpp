@@ -7,7 +7,27 @@
 #include <sstream>
 #include <utility>
 
+#if TEJAS_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace tejas::detail {
+namespace {
+constexpr int kNoAssumedDevice = -2;
+thread_local int t_assumed_device = kNoAssumedDevice;  // ScopedAssumedDevice's
+}  // namespace
+
+ScopedAssumedDevice::ScopedAssumedDevice(int device) : ScopedSet(t_assumed_device, device) {}
+
+int current_cuda_device() {
+  if (t_assumed_device != kNoAssumedDevice) return t_assumed_device;
+#if TEJAS_WITH_CUDA
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  (void)cudaGetLastError();  // not left for the next call to report
+#endif
+  return -1;
+}
 
 std::string shape_string(const TensorView& t) {
   const int shown = std::clamp(t.ndim, 0, kMaxDims);  // any ndim: only the stored dimensions are read
@@ -350,6 +370,16 @@ Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_
                                      (want == Device::cuda ? "cuda" : "cpu") + " tensor for the " +
                                      backend_name(b) + " backend, got a " +
                                      (nt.t->device == Device::cuda ? "cuda" : "cpu") + " tensor");
+  }
+  if (b == Backend::cuda && first != nullptr) {
+    const int current = current_cuda_device();
+    for (const NamedTensor& nt : tensors) {
+      if (current < 0 || !nt.t->defined() || nt.t->device_index == current) continue;
+      return Status::InvalidArgument(
+          std::string(op) + ": " + nt.name + ": expected a tensor on the current CUDA device (cuda:" +
+          std::to_string(current) + "), got cuda:" + std::to_string(nt.t->device_index) +
+          "; make its device current (cudaSetDevice, or the framework's device guard) first");
+    }
   }
   if (b == Backend::emulator && ctx.emulated_arch != 80 && ctx.emulated_arch != 90)
     return Status::InvalidArgument(std::string(op) + ": ctx.emulated_arch: expected 80 or 90, got " +

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/scoped_set.h"
 #include "tejas/context.h"
 #include "tejas/status.h"
 #include "tejas/tensor.h"
@@ -106,9 +107,20 @@ bool extent_fits(const TensorView& t);
 
 // Picks the backend: automatic -> cuda for device tensors, reference for host tensors.
 // reference and emulator need host tensors, cuda needs device tensors; a mismatch is
-// invalid_argument naming the first offending tensor.
+// invalid_argument naming the first offending tensor. The cuda backend launches on the calling
+// thread's current device, so a tensor of another device (device_index) is invalid_argument too,
+// before anything is read or launched (a kernel would read another GPU's memory: a fault, or
+// peer traffic); nothing is checked where the current device cannot be asked (no GPU).
 Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_list<NamedTensor> tensors,
                        Backend* out);
+
+// The calling thread's current CUDA device (cudaGetDevice), or -1 where it cannot be asked (a
+// host-only build, no GPU). Under a ScopedAssumedDevice, its device instead (tests without a GPU).
+int current_cuda_device();
+class ScopedAssumedDevice : ScopedSet<int> {
+ public:
+  explicit ScopedAssumedDevice(int device);
+};
 
 // "rms_norm: the emulator backend has no kernel for this op yet" (unsupported).
 Status backend_unsupported(const char* op, Backend b, const std::string& detail = "");

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 #include "runtime/validate.h"
 #include "support/seed.h"
@@ -421,4 +422,52 @@ TEST(Validate, MayOverlapNeverMissesASharedByte) {
   }
   EXPECT_GT(shared, 100) << "too few overlapping pairs drawn to test the rule";
   EXPECT_GT(apart, 100) << "too few separate pairs drawn to test the rule";
+}
+
+// current_cuda_device: the runtime's answer, -1 where there is none (no GPU, host-only build);
+// ScopedAssumedDevice overrides it for its scope, nested scopes restoring the outer one.
+TEST(Validate, CurrentDeviceIsAskedOrAssumed) {
+  const int real = detail::current_cuda_device();
+  EXPECT_EQ(real >= 0, check::cuda_available());
+  {
+    const detail::ScopedAssumedDevice a(3);
+    EXPECT_EQ(detail::current_cuda_device(), 3);
+    {
+      const detail::ScopedAssumedDevice b(-1);  // "cannot be asked": no device check
+      EXPECT_EQ(detail::current_cuda_device(), -1);
+    }
+    EXPECT_EQ(detail::current_cuda_device(), 3);
+  }
+  EXPECT_EQ(detail::current_cuda_device(), real);
+}
+
+// resolve_backend's device rule names the first tensor off the current device; tensors absent,
+// or a current device that cannot be asked, are not checked; the other backends take host
+// tensors and never ask.
+TEST(Validate, CudaBackendWantsTheCurrentDevice) {
+  float buf[4] = {};
+  TensorView on0 = TensorView::contiguous(buf, DType::f32, {4}, Device::cuda, 0);
+  TensorView on2 = on0;
+  on2.device_index = 2;
+  const TensorView absent;
+  ExecContext ctx;
+  Backend b = Backend::reference;
+  const detail::ScopedAssumedDevice assumed(0);
+  EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"x", &on0}, {"y", &absent}}, &b).ok());
+  EXPECT_EQ(b, Backend::cuda);
+  const Status s = detail::resolve_backend("op", ctx, {{"x", &on0}, {"y", &absent}, {"z", &on2}}, &b);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_EQ(s.message(),
+            "op: z: expected a tensor on the current CUDA device (cuda:0), got cuda:2; make its device current "
+            "(cudaSetDevice, or the framework's device guard) first");
+  {
+    const detail::ScopedAssumedDevice unknown(-1);
+    EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}}, &b).ok());
+  }
+  const detail::ScopedAssumedDevice two(2);
+  EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}}, &b).ok());
+  TensorView host = TensorView::contiguous(buf, DType::f32, {4});
+  host.device_index = 5;  // ignored on the host
+  ctx.backend = Backend::emulator;
+  EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"x", &host}}, &b).ok());
 }

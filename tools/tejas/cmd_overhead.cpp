@@ -27,7 +27,8 @@ constexpr const char* kHelp =
     "only adds to it) and the median round. Each call also pays the case's argument lookups by name\n"
     "(a few string comparisons per tensor).\n"
     "Without a GPU the occupancy questions fail (one failing cudaGetDevice each, not cached) and the\n"
-    "plans fall back to the default kernels, as they would on a GPU whose queries failed.\n"
+    "plans fall back to the default kernels, as they would on a GPU whose queries failed; the\n"
+    "current-device check's cudaGetDevice fails too, and the check is skipped.\n"
     "A call that does not succeed is shown with its message (an op without a cuda kernel yet:\n"
     "unsupported; a host-only build: every op). Refuses to run under TEJAS_DEBUG_CHECKS=1, whose\n"
     "index checks would read the tensors.\n";

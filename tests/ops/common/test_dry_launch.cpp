@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -98,6 +99,50 @@ TEST(DryLaunch, StillRefusesBadArguments) {
   ctx.backend = Backend::cuda;
   const detail::ScopedDryLaunch dry;
   TEJAS_EXPECT_INVALID(rms_norm(ctx, xv, wv, 1e-6, ov), "weight");
+}
+
+// resolve_backend's current-device rule: every op's every case, its tensors all on a device other
+// than the calling thread's current one, is refused before anything is planned, read or launched,
+// naming its first tensor and both devices; on the current device it answers as before. Without a
+// GPU the current device is assumed (ScopedAssumedDevice); with one, it is the real one. The
+// dry-launch scope only keeps a refusal that failed to happen from launching.
+TEST(DryLaunch, EveryOpRefusesTensorsOfAnotherDevice) {
+  TEJAS_SEEDED_TEST_RNG();
+  ExecContext ctx;
+  ctx.backend = Backend::cuda;
+  SKIP_UNDER_DEBUG_CHECKS(ctx);
+  const bool gpu = detail::current_cuda_device() >= 0;
+  std::unique_ptr<detail::ScopedAssumedDevice> assumed;
+  if (!gpu) assumed = std::make_unique<detail::ScopedAssumedDevice>(0);
+  const int current = detail::current_cuda_device();
+  ASSERT_GE(current, 0);
+  const int other = current + 1;
+  const std::string want = "expected a tensor on the current CUDA device (cuda:" + std::to_string(current) +
+                           "), got cuda:" + std::to_string(other);
+  int refused = 0;
+  for (const check::Case& c : every_case(seed)) {
+    SCOPED_TRACE(c.op() + " " + c.label());
+    const Snapshot before = snapshot(c);
+    check::Args elsewhere;
+    std::string first;
+    for (const auto& arg : c.args()) {
+      TensorView v = arg.host->view();
+      v.device = Device::cuda;
+      v.device_index = other;
+      elsewhere.add(arg.name, v);
+      if (first.empty()) first = arg.name;
+    }
+    const detail::ScopedDryLaunch dry;
+    const Status s = c.call()(ctx, elsewhere);
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.to_string();
+    EXPECT_NE(s.message().find(": " + first + ": " + want), std::string::npos) << s.to_string();
+    refused += s.code() == StatusCode::invalid_argument;
+    // On the current device the same views are not refused for their device.
+    const Status here = c.call()(ctx, check::dry_device_args(c));
+    EXPECT_EQ(here.message().find("current CUDA device"), std::string::npos) << here.to_string();
+    EXPECT_EQ(before.bits, snapshot(c).bits) << "a refused call changed a tensor";
+  }
+  EXPECT_GT(refused, 40);
 }
 
 // The host path from several threads at once (an engine's worker threads): every op's cases, dry,
