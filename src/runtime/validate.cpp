@@ -378,7 +378,7 @@ Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_
       return Status::InvalidArgument(
           std::string(op) + ": " + nt.name + ": expected a tensor on the current CUDA device (cuda:" +
           std::to_string(current) + "), got cuda:" + std::to_string(nt.t->device_index) +
-          "; make its device current (cudaSetDevice, or the framework's device guard) first");
+          " (its device_index); make that device current first (cudaSetDevice, or the framework's device guard)");
     }
   }
   if (b == Backend::emulator && ctx.emulated_arch != 80 && ctx.emulated_arch != 90)

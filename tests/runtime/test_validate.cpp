@@ -458,8 +458,8 @@ TEST(Validate, CudaBackendWantsTheCurrentDevice) {
   const Status s = detail::resolve_backend("op", ctx, {{"x", &on0}, {"y", &absent}, {"z", &on2}}, &b);
   EXPECT_EQ(s.code(), StatusCode::invalid_argument);
   EXPECT_EQ(s.message(),
-            "op: z: expected a tensor on the current CUDA device (cuda:0), got cuda:2; make its device current "
-            "(cudaSetDevice, or the framework's device guard) first");
+            "op: z: expected a tensor on the current CUDA device (cuda:0), got cuda:2 (its device_index); make that "
+            "device current first (cudaSetDevice, or the framework's device guard)");
   {
     const detail::ScopedAssumedDevice unknown(-1);
     EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}}, &b).ok());
