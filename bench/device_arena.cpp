@@ -26,7 +26,8 @@ Status DeviceArena::bytes(size_t n, void** out) { return alloc(n, out); }
 
 Status DeviceArena::empty(DType dt, std::vector<int64_t> shape, TensorView* out) {
   void* p = nullptr;
-  *out = TensorView::contiguous(nullptr, dt, static_cast<int>(shape.size()), shape.data(), Device::cuda);
+  *out = TensorView::contiguous(nullptr, dt, static_cast<int>(shape.size()), shape.data(), Device::cuda,
+                                check::current_device_index());
   TEJAS_RETURN_IF_ERROR(alloc(static_cast<size_t>(dtype_bytes(dt, out->numel())), &p));
   out->data = p;
   return Status::Ok();

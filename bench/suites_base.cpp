@@ -3,6 +3,7 @@
 
 #include "bench/cublaslt.h"
 #include "bench/suites.h"
+#include "check/cuda_mem.h"
 #include "ops/probe/probe.h"
 
 #if TEJAS_WITH_CUDA
@@ -161,8 +162,9 @@ Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_b
     void *src = nullptr, *dst = nullptr;
     TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * reads), &src));
     TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * writes), &dst));
-    const TensorView s = TensorView::contiguous(src, DType::u8, {plane_bytes * reads}, Device::cuda);
-    const TensorView d = TensorView::contiguous(dst, DType::u8, {plane_bytes * writes}, Device::cuda);
+    const int device = check::current_device_index();
+    const TensorView s = TensorView::contiguous(src, DType::u8, {plane_bytes * reads}, Device::cuda, device);
+    const TensorView d = TensorView::contiguous(dst, DType::u8, {plane_bytes * writes}, Device::cuda, device);
     probe::StreamCopyOptions o{vecs, blocks, reads, writes};
     o.stages = stages;
     probe::StreamCopyLaunch l;

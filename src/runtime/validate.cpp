@@ -19,12 +19,20 @@ thread_local int t_assumed_device = kNoAssumedDevice;  // ScopedAssumedDevice's
 
 ScopedAssumedDevice::ScopedAssumedDevice(int device) : ScopedSet(t_assumed_device, device) {}
 
-int current_cuda_device() {
+int current_cuda_device(Status* error) {
   if (t_assumed_device != kNoAssumedDevice) return t_assumed_device;
 #if TEJAS_WITH_CUDA
   int device = 0;
-  if (cudaGetDevice(&device) == cudaSuccess) return device;
-  (void)cudaGetLastError();  // not left for the next call to report
+  const cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) return device;
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary ||
+      e == cudaErrorInitializationError) {
+    (void)cudaGetLastError();  // no GPU here: not left for the next call to report
+  } else if (error != nullptr) {
+    *error = Status::CudaError(std::string("cudaGetDevice: ") + cudaGetErrorString(e));
+  }
+#else
+  (void)error;
 #endif
   return -1;
 }
@@ -372,7 +380,9 @@ Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_
                                      (nt.t->device == Device::cuda ? "cuda" : "cpu") + " tensor");
   }
   if (b == Backend::cuda && first != nullptr) {
-    const int current = current_cuda_device();
+    Status asked;
+    const int current = current_cuda_device(&asked);
+    if (!asked.ok()) return Status(asked.code(), std::string(op) + ": " + asked.message());
     for (const NamedTensor& nt : tensors) {
       if (current < 0 || !nt.t->defined() || nt.t->device_index == current) continue;
       return Status::InvalidArgument(

@@ -108,15 +108,19 @@ bool extent_fits(const TensorView& t);
 // Picks the backend: automatic -> cuda for device tensors, reference for host tensors.
 // reference and emulator need host tensors, cuda needs device tensors; a mismatch is
 // invalid_argument naming the first offending tensor. The cuda backend launches on the calling
-// thread's current device, so a tensor of another device (device_index) is invalid_argument too,
-// before anything is read or launched (a kernel would read another GPU's memory: a fault, or
-// peer traffic); nothing is checked where the current device cannot be asked (no GPU).
+// thread's current device, so a present tensor whose device_index names another device is
+// invalid_argument too, before anything is read or launched (a kernel would read another GPU's
+// memory: a fault, or peer traffic). Not checked where there is no device to ask; a failure of
+// the question itself is returned (cuda_error).
 Status resolve_backend(const char* op, const ExecContext& ctx, std::initializer_list<NamedTensor> tensors,
                        Backend* out);
 
-// The calling thread's current CUDA device (cudaGetDevice), or -1 where it cannot be asked (a
-// host-only build, no GPU). Under a ScopedAssumedDevice, its device instead (tests without a GPU).
-int current_cuda_device();
+// The calling thread's current CUDA device (cudaGetDevice), or -1 where there is none to ask: a
+// host-only build, or no device or driver (that error is cleared, as the occupancy questions clear
+// it). Any other failure also gives -1, with the error in *error when given (not cleared: the
+// runtime may report it again, an earlier launch's perhaps). Under a ScopedAssumedDevice, its
+// device instead (tests without a GPU).
+int current_cuda_device(Status* error = nullptr);
 class ScopedAssumedDevice : ScopedSet<int> {
  public:
   explicit ScopedAssumedDevice(int device);

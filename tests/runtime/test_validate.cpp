@@ -427,8 +427,11 @@ TEST(Validate, MayOverlapNeverMissesASharedByte) {
 // current_cuda_device: the runtime's answer, -1 where there is none (no GPU, host-only build);
 // ScopedAssumedDevice overrides it for its scope, nested scopes restoring the outer one.
 TEST(Validate, CurrentDeviceIsAskedOrAssumed) {
-  const int real = detail::current_cuda_device();
+  Status error;
+  const int real = detail::current_cuda_device(&error);
+  EXPECT_TRUE(error.ok()) << error.to_string();  // no GPU here is not an error
   EXPECT_EQ(real >= 0, check::cuda_available());
+  EXPECT_EQ(check::current_device_index(), real >= 0 ? real : 0);
   {
     const detail::ScopedAssumedDevice a(3);
     EXPECT_EQ(detail::current_cuda_device(), 3);
@@ -465,7 +468,10 @@ TEST(Validate, CudaBackendWantsTheCurrentDevice) {
     EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}}, &b).ok());
   }
   const detail::ScopedAssumedDevice two(2);
-  EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}}, &b).ok());
+  // An absent tensor's device_index (0 here) is not asked about; an empty one's is.
+  EXPECT_TRUE(detail::resolve_backend("op", ctx, {{"z", &on2}, {"y", &absent}}, &b).ok());
+  TensorView empty0 = TensorView::contiguous(nullptr, DType::f32, {0}, Device::cuda, 0);
+  EXPECT_EQ(detail::resolve_backend("op", ctx, {{"z", &on2}, {"e", &empty0}}, &b).code(), StatusCode::invalid_argument);
   TensorView host = TensorView::contiguous(buf, DType::f32, {4});
   host.device_index = 5;  // ignored on the host
   ctx.backend = Backend::emulator;

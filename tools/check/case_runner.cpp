@@ -190,9 +190,13 @@ std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad)
 
 Args dry_device_args(const Case& c) {
   Args a;
+  const int device = current_device_index();
   for (const auto& arg : c.args()) {
     TensorView v = arg.host->view();
-    if (v.defined()) v.device = Device::cuda;
+    if (v.defined()) {
+      v.device = Device::cuda;
+      v.device_index = device;
+    }
     a.add(arg.name, v);
   }
   return a;

@@ -117,8 +117,8 @@ struct RunOptions {
 // meaning of each verdict). Never throws; a reference failure is a fail.
 CaseResult run_case(const Case& c, const RunOptions& options);
 
-// The case's own tensors as views marked as device tensors (Device::cuda), for calls that must not
-// dereference them: a cuda-backend call under detail::ScopedDryLaunch (tejas overhead).
+// The case's own tensors as views marked as device tensors (Device::cuda, on the current device),
+// for calls that must not dereference them: a cuda-backend call under detail::ScopedDryLaunch (tejas overhead).
 Args dry_device_args(const Case& c);
 
 // A fresh HostTensor with the same dtype, shape and padding, holding the same element codes.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/probe/probe.h"
+#include "runtime/validate.h"
 
 #if TEJAS_WITH_CUDA
 #include <cuda_runtime.h>
@@ -25,6 +26,11 @@ Status from_cuda(cudaError_t e, const char* what) {
 }
 #endif
 }  // namespace
+
+int current_device_index() {
+  const int d = detail::current_cuda_device();
+  return d >= 0 ? d : 0;
+}
 
 size_t payload_bytes(const TensorView& v) {
   int64_t lo = 0, hi = 0;
@@ -153,7 +159,7 @@ Status DeviceMirror::upload(const HostTensor& h, uint8_t* storage) {
   view_ = h.view();
   view_.data = base_ + offset_;
   view_.device = Device::cuda;
-  view_.device_index = 0;
+  view_.device_index = current_device_index();
   return Status::Ok();
 }
 
@@ -194,8 +200,9 @@ Status InputProducer::produce(void* stream) const {
   ctx.backend = Backend::cuda;
   ctx.stream = stream;
   const auto bytes = static_cast<int64_t>(bytes_);  // a multiple of 256: whole 16-byte vectors
-  const TensorView src = TensorView::contiguous(source_, DType::u8, {bytes}, Device::cuda);
-  const TensorView dst = TensorView::contiguous(block_, DType::u8, {bytes}, Device::cuda);
+  const int device = current_device_index();
+  const TensorView src = TensorView::contiguous(source_, DType::u8, {bytes}, Device::cuda, device);
+  const TensorView dst = TensorView::contiguous(block_, DType::u8, {bytes}, Device::cuda, device);
   return probe::stream_copy(ctx, src, dst, probe::StreamCopyOptions{});
 }
 

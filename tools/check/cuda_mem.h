@@ -18,6 +18,9 @@ namespace tejas::check {
 bool cuda_available(std::string* why = nullptr);
 // Streaming multiprocessors of the current device (0 without one).
 int cuda_sm_count();
+// The device_index of views of memory allocated here: the calling thread's current CUDA device
+// (the one the ops launch on), 0 without one (or under detail::ScopedAssumedDevice, its device).
+int current_device_index();
 
 Status device_alloc(void** ptr, size_t bytes);
 void device_free(void* ptr);

@@ -193,7 +193,7 @@ inline Status run_kernel(const std::vector<const PlacedTensor*>& inputs, const s
     const auto offset = static_cast<const char*>(t->view().data) - static_cast<const char*>(t->storage().view().data);
     v.data = static_cast<char*>(mirrors.back()->view().data) + offset;
     v.device = Device::cuda;
-    v.device_index = 0;
+    v.device_index = check::current_device_index();
     views.push_back(v);
   }
   // A failed call is still checked for writes: a rejected call must leave every byte alone.
