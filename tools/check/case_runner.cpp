@@ -188,9 +188,9 @@ std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad)
   return t;
 }
 
-Args dry_device_args(const Case& c) {
+Args dry_device_args(const Case& c, int device_index) {
   Args a;
-  const int device = current_device_index();
+  const int device = device_index >= 0 ? device_index : current_device_index();
   for (const auto& arg : c.args()) {
     TensorView v = arg.host->view();
     if (v.defined()) {

@@ -117,9 +117,10 @@ struct RunOptions {
 // meaning of each verdict). Never throws; a reference failure is a fail.
 CaseResult run_case(const Case& c, const RunOptions& options);
 
-// The case's own tensors as views marked as device tensors (Device::cuda, on the current device),
-// for calls that must not dereference them: a cuda-backend call under detail::ScopedDryLaunch (tejas overhead).
-Args dry_device_args(const Case& c);
+// The case's own tensors as views marked as device tensors (Device::cuda, on device_index, or the
+// current device when it is negative), for calls that must not dereference them: a cuda-backend
+// call under detail::ScopedDryLaunch (tejas overhead).
+Args dry_device_args(const Case& c, int device_index = -1);
 
 // A fresh HostTensor with the same dtype, shape and padding, holding the same element codes.
 std::unique_ptr<HostTensor> clone_tensor(const HostTensor& h, int64_t inner_pad);

@@ -121,6 +121,12 @@ Rule kv_cache_rule(const std::string& cache_name, bool k_rotated = true) {
       kKvCacheTieRel);
 }
 
+// Distinct slots spread over the cache's num_slots, every third token skipped (-1).
+void fill_slot_mapping(HostTensor& slots, int64_t num_slots) {
+  const int64_t T = slots.shape()[0], stride = T > 0 ? num_slots / T : 0;
+  for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
+}
+
 Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t Hq, int64_t Hk, int64_t D,
              int64_t rotary, int64_t num_blocks, int64_t block_size) {
   Case c("rope_kv_cache_write", cat(style == RopeStyle::neox ? "neox " : "gptj ", dtype_name(qk), " T=", T, " Hq=", Hq,
@@ -131,10 +137,7 @@ Case kv_case(Rng& rng, RopeStyle style, DType qk, DType kv, int64_t T, int64_t H
   fill_normal(c.inout("q", qk, {T, Hq, D}, Rule{}), rng);
   fill_normal(c.inout("k", qk, {T, Hk, D}, Rule{}), rng);
   fill_normal(c.in("v", qk, {T, Hk, D}), rng);
-  HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
-  // Distinct slots, spread over the blocks.
-  const int64_t num_slots = num_blocks * block_size, stride = T > 0 ? num_slots / T : 0;
-  for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
+  fill_slot_mapping(c.in("slot_mapping", DType::i64, {T}), num_blocks * block_size);
   const bool fp8 = dtype_is_fp8(kv);
   for (const char* name : {"k_cache", "v_cache"}) {
     HostTensor& t = c.inout(name, kv, {num_blocks, block_size, Hk, D}, kv_cache_rule(name));
@@ -160,9 +163,7 @@ Case kv_write_case(Rng& rng, DType kvt, DType cache, int64_t T, int64_t Hk, int6
                                num_blocks, ", ", block_size, "]"));
   fill_normal(c.in("k", kvt, {T, Hk, D}, 8), rng);   // padded rows, k's and v's strides apart
   fill_normal(c.in("v", kvt, {T, Hk, D}, 24), rng);
-  HostTensor& slots = c.in("slot_mapping", DType::i64, {T});
-  const int64_t num_slots = num_blocks * block_size, stride = T > 0 ? num_slots / T : 0;
-  for (int64_t t = 0; t < T; ++t) slots.set({t}, t % 3 == 2 ? -1.0 : static_cast<double>(t * stride));
+  fill_slot_mapping(c.in("slot_mapping", DType::i64, {T}), num_blocks * block_size);
   const bool fp8 = dtype_is_fp8(cache);
   for (const char* name : {"k_cache", "v_cache"}) {
     HostTensor& t = c.inout(name, cache, {num_blocks, block_size, Hk, D}, kv_cache_rule(name, /*k_rotated=*/false));
