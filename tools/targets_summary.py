@@ -7,24 +7,29 @@
   fusion each fused op is faster than its unfused sequence of Tejas ops (x_baseline, the
          unfused time over the fused one, timed beside the row: docs/tools.md) on every row.
 
-Activation elements read, from the row's shape: norm T*H; rope and mrope T*(Hq + Hk)*D (q and
-k); rope_kv_cache_write T*(Hq + 2 Hk)*D (q, k and v); kv_cache_write T*2*Hk*D (k and v);
-silu_mul, gelu_tanh_mul and their quant fusions rows*2F (gate and up); quant and dequant M*K.
-Rows of the suites norm, rope, activation and quant are read; the pdl suite (graphs of 16
-calls), memcpy, gemm and attention are not.
+Every activation element the op reads counts, from the row's shape: rms_norm T*H;
+fused_add_rms_norm and its fp8-group form 2*T*H (x and the residual); rope and mrope
+T*(Hq + Hk)*R (in place: the rotary columns of q and k; R = rotary=, or twice mrope's sections);
+rope_kv_cache_write T*(Hq*R + 2*Hk*D) (q's rotary columns, k's and v's whole rows);
+kv_cache_write T*2*Hk*D (k and v); silu_mul, gelu_tanh_mul and their quant fusions rows*2F (gate
+and up); quant and dequant M*K. Every row of the suites norm, rope, activation and quant is
+read (the memory-bound ops of the issue); the pdl suite (graphs of 16 calls), memcpy, gemm and
+attention are not.
 
 Verdicts, per op: `met` (every such row at >= 90 %; every fused row at x >= 1.02), `not shown`
 (a fused row within 2 % of its baseline, none slower: one run cannot tell that from noise),
-`not met` (a row below 90 %; a fused row below 0.98), `incomplete` (a row not measured, e.g.
-cut by --time-limit, and none failing). The 2 % band is pdl_summary.py's.
+`not met` (a row below 90 %, a fused row below 0.98, or a row that failed: check FAIL,
+unsupported, an error, the baseline's error), `incomplete` (a row not measured, e.g. cut by
+--time-limit, or a baseline the bench could not run, and none failing). Rows not run (working
+set above the bench's limit) are counted and left out. The 2 % band is pdl_summary.py's.
 
   tools/targets_summary.py BENCH.json        the summary (one line when nothing was measured)
   tools/targets_summary.py --brief BENCH.json
       the same, naming one row per list (the worst) instead of four (tools/gpu-check's table)
   tools/targets_summary.py --shapes BENCH.json
-      exits 1 naming each row of those suites whose shape this script cannot read (run by CTest
-      on the report `tejas bench --no-check` writes without a GPU, so a new shape cannot be
-      skipped silently)
+      exits 1 naming each row of those suites whose shape this script cannot read or that the
+      bench does not call memory-bound (run by CTest on the report `tejas bench --no-check`
+      writes without a GPU, so a new op or shape cannot be skipped silently)
   tools/targets_summary.py --self-test       checks the rules on made-up reports (run by CTest)
 """
 import contextlib
@@ -46,31 +51,45 @@ LOW = {"pct_of_floor": f"{COPY_TARGET:.0f} %", "x_baseline": f"{SLOWER}"}
 
 _T_H = re.compile(r"^T=(\d+) H=(\d+)\b")
 _T_HQ_HK_D = re.compile(r"^T=(\d+) Hq=(\d+) Hk=(\d+) D=(\d+)\b")
+_ROTARY = re.compile(r"\brotary=(\d+)\b")
+_SECTIONS = re.compile(r"\bsections (\d+)/(\d+)/(\d+)\b")
 _T_HK_D = re.compile(r"^T=(\d+) Hk=(\d+) D=(\d+)\b")
 _ROWS_F = re.compile(r"^rows=(\d+) F=(\d+)\b")
 _M_K = re.compile(r"^M=(\d+) K=(\d+)\b")
 
 
+def rotary_dim(shape, d):
+    """rotary=R, else twice an M-RoPE shape's sections (pairs), else the whole head."""
+    m = _ROTARY.search(shape)
+    if m:
+        return int(m.group(1))
+    m = _SECTIONS.search(shape)
+    return 2 * sum(map(int, m.groups())) if m else d
+
+
 def elements(op, shape):
-    """The activation elements the row's op reads, from its shape; None if the shape is not read."""
+    """Every activation element the row's op reads, from its shape; None if the shape is not read."""
     m = _T_HQ_HK_D.match(shape)
     if m:
         t, hq, hk, d = map(int, m.groups())
+        r = rotary_dim(shape, d)
         if op == "rope_kv_cache_write":
-            return t * (hq + 2 * hk) * d
+            return t * (hq * r + 2 * hk * d)  # q's rotary columns, k's whole rows (to the cache), v
         if op in ("rope", "mrope"):
-            return t * (hq + hk) * d
+            return t * (hq + hk) * r  # in place: the rotary columns of q and k
         return None
     m = _T_HK_D.match(shape)
     if m and op == "kv_cache_write":
         t, hk, d = map(int, m.groups())
         return t * 2 * hk * d
     m = _T_H.match(shape)
-    if m and op in ("rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_quant_fp8_group"):
+    if m and op == "rms_norm":
         return int(m.group(1)) * int(m.group(2))
+    if m and op in ("fused_add_rms_norm", "fused_add_rms_norm_quant_fp8_group"):
+        return 2 * int(m.group(1)) * int(m.group(2))  # x and the residual
     m = _ROWS_F.match(shape)
     if m and op in ("silu_mul", "gelu_tanh_mul", "silu_mul_quant_fp8_group", "silu_mul_quant_mx"):
-        return int(m.group(1)) * 2 * int(m.group(2))
+        return int(m.group(1)) * 2 * int(m.group(2))  # gate and up
     m = _M_K.match(shape)
     if m and op in ("quant_fp8_group", "dequant_fp8_group", "quant_mx", "dequant_mx"):
         return int(m.group(1)) * int(m.group(2))
@@ -78,17 +97,25 @@ def elements(op, shape):
 
 
 def target_rows(rows):
-    """The rows of the targets' suites (memory-bound ones)."""
-    return [r for r in rows if r.get("suite") in SUITES and r.get("bound", "memory") == "memory"]
+    """The rows of the targets' suites."""
+    return [r for r in rows if r.get("suite") in SUITES]
 
 
 def unread_shapes(rows):
-    return [f"{r.get('suite')} {r.get('op')} '{r.get('shape')}'" for r in target_rows(rows)
-            if elements(r.get("op"), r.get("shape", "")) is None]
+    """The rows of those suites the verdicts could not judge: a shape not read, or a row the bench
+    does not call memory-bound (the copy target would not apply)."""
+    out = []
+    for r in target_rows(rows):
+        if elements(r.get("op"), r.get("shape", "")) is None:
+            out.append(f"{r.get('suite')} {r.get('op')} '{r.get('shape')}'")
+        elif r.get("bound") != "memory":
+            out.append(f"{r.get('suite')} {r.get('op')} '{r.get('shape')}' (bound: {r.get('bound')}, not memory)")
+    return out
 
 
 def label(r):
-    return f"{r.get('shape', '?')}"
+    """'model shape' (one shape can come from several models)."""
+    return " ".join(x for x in (r.get("model"), r.get("shape", "?")) if x)
 
 
 def rows_of(n):
@@ -110,8 +137,9 @@ def ops_in_order(rows):
 
 
 def state(r, key):
-    """'value' (r[key] measured), 'missing' (not measured: the time limit, no GPU), 'excluded' (not
-    run: the working set), or 'failed' (a check FAIL, unsupported, an error, the baseline's error)."""
+    """'value' (r[key] measured), 'missing' (not measured: the time limit, no GPU; or the baseline
+    unsupported), 'excluded' (not run: the working set), or 'failed' (a check FAIL, unsupported, an
+    error, the baseline's error)."""
     if r.get(key) is not None:
         return "value"
     status = r.get("status") or ""
@@ -119,8 +147,9 @@ def state(r, key):
         return "excluded"
     if status.startswith("not measured"):
         return "missing"
-    if status == "measured" and key != "pct_of_floor" and r.get("us") is not None:
-        return "missing"  # timed, its baseline not (no reason given)
+    if key != "pct_of_floor" and r.get("us") is not None and (
+            status == "measured" or status.startswith("measured; baseline unsupported")):
+        return "missing"  # timed, its baseline not (no reason given, or the unfused sequence cannot run)
     return "failed"
 
 
@@ -196,7 +225,7 @@ def summary(report, shown=SHOWN):
     mine = target_rows(rows)
     if not mine:
         return []
-    if all(r.get("us") is None for r in mine):
+    if all(state(r, "pct_of_floor") in ("missing", "excluded") for r in mine):
         suites = [s for s in SUITES if any(r.get("suite") == s for r in mine)]
         return [f"targets: not measured ({rows_of(len(mine))} of {', '.join(suites)}, none timed)"]
     hbm = (report.get("ceilings") or {}).get("hbm_bytes_per_s") or {}
@@ -218,11 +247,16 @@ def self_test():
 
     # Element counts per shape grammar (the bench's own shape strings).
     assert elements("rms_norm", "T=2048 H=4096 bf16") == 1 << 23
-    assert elements("fused_add_rms_norm", "T=2048 H=4096 bf16 -> e4m3 dynamic") == 1 << 23
+    assert elements("fused_add_rms_norm", "T=1024 H=4096 bf16 -> e4m3 dynamic") == 1 << 23  # x and residual
+    assert elements("fused_add_rms_norm_quant_fp8_group", "T=1 H=4096 bf16 -> e4m3 [1x128 f32 scales]") == 8192
     assert elements("rope", "T=16 Hq=32 Hk=8 D=128 rotary=128 neox bf16") == 16 * 40 * 128
+    assert elements("rope", "T=16 Hq=32 Hk=8 D=128 rotary=64 gptj bf16") == 16 * 40 * 64  # partial: in place
     assert elements("mrope", "T=16 Hq=32 Hk=4 D=128 sections 16/24/24 bf16") == 16 * 36 * 128
+    assert elements("mrope", "T=16 Hq=32 Hk=4 D=128 sections 8/12/12 bf16") == 16 * 36 * 64
     assert elements("rope_kv_cache_write", "T=16 Hq=32 Hk=8 D=128 rotary=128 neox bf16 -> bf16 cache, block 16") \
         == 16 * 48 * 128
+    assert elements("rope_kv_cache_write", "T=16 Hq=32 Hk=8 D=128 rotary=64 neox bf16 -> bf16 cache, block 16") \
+        == 16 * (32 * 64 + 16 * 128)  # q's rotary part; k and v whole
     assert elements("kv_cache_write", "T=16 Hk=8 D=128 bf16 -> e4m3 cache (scale 1), block 16") == 16 * 16 * 128
     assert elements("silu_mul", "rows=65536 F=2880 bf16 clamped") == 65536 * 5760
     assert elements("silu_mul_quant_mx", "rows=16 F=14336 bf16 -> nvfp4") == 16 * 28672
@@ -230,7 +264,8 @@ def self_test():
     assert elements("rms_norm", "M=16 K=4096") is None          # a grammar of another op
     assert elements("new_op", "T=1 H=4096 bf16") is None         # an op this script does not know
     assert unread_shapes([row("rms_norm", "T=1 H=8 bf16"), row("new_op", "X=1", suite="rope"),
-                          row("rms_norm", "x", suite="pdl")]) == ["rope new_op 'X=1'"]
+                          row("rms_norm", "x", suite="pdl"), dict(row("rms_norm", "T=2 H=8 bf16"), bound="compute")]) \
+        == ["rope new_op 'X=1'", "norm rms_norm 'T=2 H=8 bf16' (bound: compute, not memory)"]
 
     # Nothing measured: one line; no rows of the suites: nothing.
     assert summary({"rows": [row("rms_norm", "T=1 H=4096 bf16")]}) == \
@@ -305,10 +340,22 @@ def self_test():
     assert got[2] == ("fusion silu_mul_quant_mx: 2 rows with an unfused baseline (1 failed), x unfused 1.500-1.500 "
                       "(median 1.500); failed: rows=2 F=14336 bf16 -> nvfp4 (measured; baseline error: cuda_error: "
                       "boom) -> not met"), got
+    # Every row failed (a broken build): judged, not read as "not measured".
+    broken = {"rows": [row("rms_norm", "T=4096 H=4096 bf16", status="not timed: check FAIL")]}
+    assert summary(broken)[1:] == [
+        "copy   rms_norm: 1 row >= 8 Mi elements (1 failed); failed: T=4096 H=4096 bf16 (not timed: check FAIL)"
+        " -> not met", "targets: copy >= 90 % 0 of 1 ops met; fusions faster 0 of 0 ops met"], summary(broken)
+    # A baseline the bench could not run (unsupported; not an error): incomplete, not failed.
+    unsup = {"rows": [dict(row("silu_mul_quant_mx", "rows=1 F=14336 bf16 -> nvfp4", pct=1.0, suite="activation",
+                               baseline=base, status="measured; baseline unsupported: quant_mx: no kernel"))]}
+    assert summary(unsup)[1] == ("fusion silu_mul_quant_mx: 1 row with an unfused baseline (1 not measured) "
+                                 "-> incomplete"), summary(unsup)
     # Only rows not run: nothing to judge, incomplete.
     assert summary({"rows": [row("rms_norm", "T=4096 H=4096 bf16", status="not run: working set"),
                              row("rms_norm", "T=1 H=4096 bf16", pct=3.0)]})[1] == \
         "copy   rms_norm: 1 row >= 8 Mi elements (1 not run) -> incomplete"
+    # A row from a model is named with it.
+    assert label({"model": "llama-3.1-8b", "shape": "T=1 H=4096 bf16"}) == "llama-3.1-8b T=1 H=4096 bf16"
     # More rows below the target than are named.
     many = {"rows": [row("rms_norm", f"T={t} H=16384 bf16", pct=50.0 + t / 1024) for t in range(1024, 8192, 1024)]}
     assert summary(many)[1].endswith("; below 90 %: 7: T=1024 H=16384 bf16 51.0 %; T=2048 H=16384 bf16 52.0 %; "
