@@ -123,7 +123,7 @@ def rows_of(n):
 
 
 def named(rows, fmt, shown):
-    """The first `shown` rows as 'shape value', value = fmt(row)."""
+    """The first `shown` rows as 'model shape value', value = fmt(row)."""
     text = "; ".join(f"{label(r)} {fmt(r)}" for r in rows[:shown])
     return text + (f" (and {len(rows) - shown} more)" if len(rows) > shown else "")
 
@@ -186,7 +186,7 @@ def judge(op, mine, key, kind, describe, shown, is_low, is_tie=lambda r: False):
         if tie:
             text += f"; within 2 %: {len(tie)}: " + named(tie, val, shown)
     if failed:
-        text += f"; failed: " + named(failed, lambda r: f"({r.get('status') or 'no status'})", shown)
+        text += "; failed: " + named(failed, lambda r: f"({r.get('status') or 'no status'})", shown)
     return text + f" -> {verdict}", verdict
 
 
@@ -365,12 +365,14 @@ def self_test():
         summary(many, 1)
     # The command line: a report in a file, --brief, --shapes, bad arguments.
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "bench.json")
+        path, bad_path = os.path.join(d, "bench.json"), os.path.join(d, "list.json")
+        with open(bad_path, "w") as f:
+            json.dump([1, 2], f)
         with open(path, "w") as f:
             json.dump(many, f)
         for args, rc, first in ((["--brief", path], 0, "targets on this GPU (copy floor at unknown):"),
                                 (["--shapes", path], 0, "targets_summary: 7 of 7 rows read"),
-                                ([path, path], 2, ""), (["--brief"], 2, ""),
+                                ([path, path], 2, ""), (["--brief"], 2, ""), ([bad_path], 2, ""),
                                 ([os.path.join(d, "none.json")], 2, "")):
             out = io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -404,7 +406,10 @@ def main(argv):
     except (OSError, ValueError) as e:
         print(f"targets_summary: cannot read {path}: {e}", file=sys.stderr)
         return 2
-    rows = report.get("rows", []) if isinstance(report, dict) else []
+    if not isinstance(report, dict) or not isinstance(report.get("rows", []), list):
+        print(f"targets_summary: {path} is not a bench report (an object with a list of rows)", file=sys.stderr)
+        return 2
+    rows = report.get("rows", [])
     if mode == "--shapes":
         unread, n = unread_shapes(rows), len(target_rows(rows))
         if not n:
