@@ -41,11 +41,11 @@ import statistics
 import sys
 import tempfile
 
+from pdl_summary import GAIN as FASTER, SLOWER, rows_of  # one noise band for both verdicts
+
 SUITES = ("norm", "rope", "activation", "quant")
 MIN_ELEMENTS = 1 << 23  # 8 Mi
 COPY_TARGET = 90.0      # % of the copy floor
-FASTER = 1.02           # x unfused: faster beyond noise
-SLOWER = 0.98           # x unfused: slower beyond noise
 SHOWN = 4               # rows named per line
 LOW = {"pct_of_floor": f"{COPY_TARGET:.0f} %", "x_baseline": f"{SLOWER}"}
 
@@ -116,10 +116,6 @@ def unread_shapes(rows):
 def label(r):
     """'model shape' (one shape can come from several models)."""
     return " ".join(x for x in (r.get("model"), r.get("shape", "?")) if x)
-
-
-def rows_of(n):
-    return f"{n} row" + ("" if n == 1 else "s")
 
 
 def named(rows, fmt, shown):
