@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -244,6 +245,31 @@ TEST(SectorsAtIdeal, Quant) {
     expect_ideal("dequant_mx nvfp4 " + at, bytes(q4) + bytes(sn) + bytes(ts), bytes(out));
     ASSERT_TRUE(dequant_mx(emulator(), MxFormat::mxfp8, q8.v, s8.v, TensorView{}, out.v).ok());
     expect_ideal("dequant_mx mxfp8 " + at, bytes(q8) + bytes(s8), bytes(out));
+  }
+}
+
+// nvfp4 from bf16 / f16 on version 7's persistent grid (config.h's clean_table: planned where
+// each of the emulator's 2 resident CTAs has kCleanMinSteps warp steps; the Quant case above is too
+// small for it), on data whose 16-element blocks span 2^-12 .. 2^12: a warp's 16 groups read the
+// shared table at 16 different block-scale codes, more than 32 codes apart (one shared table
+// of 128 floats: up to 4-way conflicts; kernel.cuh's Nvfp4CleanTable keeps a copy per group slot).
+TEST(SectorsAtIdeal, QuantNvfp4CleanTable) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});  // version 7 on, whatever TEJAS_TUNE says
+  constexpr int64_t M = 17, K = 4096;
+  for (DType xd : {DType::bf16, DType::f16}) {
+    const std::string at(dtype_name(xd));
+    Buf x = make(xd, {M, K}, rng);
+    for (int64_t b = 0; b < M * K / 16; ++b) {
+      const double mag = std::ldexp(1.0, static_cast<int>(rng.randint(-12, 12)));
+      for (int64_t k = 0; k < 16; ++k) x.h.set_flat(b * 16 + k, x.h.get_flat(b * 16 + k) * mag);
+    }
+    Buf q4 = make(DType::e2m1, {M, K}, rng), sn = make(DType::e4m3, {M, K / 16}, rng), ts = make(DType::f32, {1}, rng);
+    *static_cast<float*>(ts.v.data) = 0.5f;
+    ASSERT_TRUE(quant_mx(emulator(), MxFormat::nvfp4, x.v, q4.v, sn.v, ts.v).ok());
+    const Totals t = totals();
+    EXPECT_GT(t.shared_requests, 0u) << "version 7 (the clean table) was not planned: " << at;
+    expect_ideal("quant_mx nvfp4 clean table " + at, bytes(x) + bytes(ts), bytes(q4) + bytes(sn));
   }
 }
 

@@ -93,8 +93,11 @@ struct QuantConfig {
 
 QuantConfig make_quant_config(const QuantProblem& p);
 
-// Bytes of kernel.cuh's Nvfp4CleanTable (static_assert'ed there).
-inline constexpr int64_t kCleanTableBytes = 128 * 4;
+// Copies of version 7's table (kernel.cuh's Nvfp4CleanTable): one per group slot of a warp
+// (nvfp4's 16-element groups of 16-bit x take 2 lanes: 16 slots).
+inline constexpr int kCleanCopies = 16;
+// Bytes of kernel.cuh's Nvfp4CleanTable (static_assert'ed there): 128 e4m3 codes x the copies.
+inline constexpr int64_t kCleanTableBytes = 128 * kCleanCopies * 4;
 // A launch's dynamic shared memory.
 inline int64_t smem_bytes(const QuantConfig& c) { return c.clean_table ? kCleanTableBytes : 0; }
 // Version 7 needs at least this many warp steps per block (each block builds its table once:

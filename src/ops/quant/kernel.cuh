@@ -335,11 +335,19 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
 // its block scale, where c6 is clean, one product and one conversion. Groups without one keep
 // version 5's path. The table's 7 x 126 e2m1 tests and c6's 126 e4m3 tests are shared over the
 // block's 256 threads (two threads per code, each at most 4 tests; one e4m3 test per thread),
-// about 150 instructions and one or three barriers, run after the block's first loads are
+// about 220 instructions (with the 16 copies' stores) and one or three barriers, run after the block's first loads are
 // issued; planned (config.cpp's with_clean_table) on a persistent grid where each block has at
 // least kCleanMinSteps warp steps to spread that over.
+// The table is read at each group's own block-scale code: one copy of 128 floats put a warp's 16
+// groups in one bank wherever their codes were 32 apart (a 16x spread of amax within 256
+// elements; up to 4-way conflicts, data-dependent). So it holds a copy per group slot of the warp
+// (kCleanCopies, 8 KB), entry [code][slot] at word 16 code + slot: bank slot + 16 (code & 1), a
+// different bank for each slot whatever the codes, one address per slot (a group's 2 lanes read
+// the same code). A lane reads byte code x 64 | slot x 4 (clean_group_scale): as many
+// instructions as one copy's code x 4. The build's stores are conflict-free too (below).
 struct Nvfp4CleanTable {
-  float c[128];  // by e4m3 code: 0 none; code 0 (block scale 0: codes replaced by +0) 1; 127 (NaN) 0
+  // by e4m3 code, then group slot: 0 none; code 0 (block scale 0: codes replaced by +0) 1; 127 (NaN) 0
+  float c[128][kCleanCopies];
 };
 static_assert(sizeof(Nvfp4CleanTable) == kCleanTableBytes, "config.h's size of the table");
 inline constexpr int kCleanCodes = 0x7E;  // positive finite e4m3 codes 1 .. 126 (448)
@@ -378,14 +386,22 @@ __device__ __forceinline__ float build_clean_table(Nvfp4CleanTable* table, float
       misses |= num::clean_misses<CodeFormat::e2m1, X>(bs, ts, i, cand);
   }
   misses |= __shfl_xor_sync(kFullMask, misses, 1);  // the code's other half (same warp)
-  if (mine && half == 0) {
+  if (mine) {
+    // Both threads of the pair know j; each writes half of the code's copies. Store i of the
+    // warp's lane 2k + half (code k + const) goes to copy (2 i + half + code) mod 16: lanes with
+    // the same copy have codes 1 apart (odd: the other 16 banks), so no store conflicts either.
     const int j = in ? num::first_clean_index(misses) : kCands;
-    ptx::st_shared(&table->c[code], num::clean_candidate(cand, j));
-    dev::count_event(j < kCands ? "nvfp4 clean table: codes with a clean multiplier"
-                                : "nvfp4 clean table: codes without");
+    const float mult = num::clean_candidate(cand, j);
+#pragma unroll
+    for (int i = 0; i < kCleanCopies / 2; ++i)
+      ptx::st_shared(&table->c[code][(2 * i + half + code) % kCleanCopies], mult);
+    if (half == 0)
+      dev::count_event(j < kCands ? "nvfp4 clean table: codes with a clean multiplier"
+                                  : "nvfp4 clean table: codes without");
   }
-  if (tid == 0) ptx::st_shared(&table->c[0], 1.0f);
-  if (tid == 1) ptx::st_shared(&table->c[0x7F], 0.0f);
+  // Codes 0 and 0x7F in every copy: banks 0-15 and 16-31, one store.
+  if (tid < 2 * kCleanCopies)
+    ptx::st_shared(&table->c[tid < kCleanCopies ? 0 : 0x7F][tid % kCleanCopies], tid < kCleanCopies ? 1.0f : 0.0f);
   // c6: one e4m3 test per thread; the first barrier also publishes the table.
   const float d6 = kE2m1Max * ts;
   const bool in6 = num::clean_scale_range(d6);
@@ -405,8 +421,9 @@ __device__ __forceinline__ float build_clean_table(Nvfp4CleanTable* table, float
 // Version 7's GroupScale for nvfp4: the block scale's code from c6 where it is clean, the
 // divisor's clean multiplier from the table (pow2 set: x * inv needs no midpoint test), else
 // group_scale's exact forms (1 / (6 ts) per group where c6 is 0: a few-bit tensor scale).
+// slot_bytes: the byte offset of the lane's copy of the table (its group slot in the warp x 4).
 __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, float ts, float c6,
-                                                        const Nvfp4CleanTable* table) {
+                                                        const Nvfp4CleanTable* table, int slot_bytes) {
   GroupScale g;
   g.nan = nan;
   if (nan) {
@@ -415,7 +432,11 @@ __device__ __forceinline__ GroupScale clean_group_scale(float amax, bool nan, fl
   }
   const uint8_t code = c6 != 0.0f ? num::f32_to_e4m3(amax * c6)
                                   : quantize_exact<CodeFormat::e4m3>(amax, inverse_6ts(ts), kE2m1Max, ts);
-  set_nvfp4_scale(g, code, ts, ptx::ld_shared(&table->c[code]));
+  // Byte offset code x 64 | slot x 4: one shift and one masked OR, the shared base folded into
+  // the load's address (as c[code] alone took; a float index took one more LEA, sm_90a).
+  const int at = static_cast<int>(code) * static_cast<int>(sizeof(table->c[0])) | slot_bytes;
+  set_nvfp4_scale(g, code, ts,
+                  ptx::ld_shared(reinterpret_cast<const float*>(reinterpret_cast<const char*>(table) + at)));
   if (g.pow2) dev::count_event("nvfp4 clean table: group-lanes quantized with a clean multiplier");
   return g;
 }
@@ -491,6 +512,8 @@ TEJAS_QUANT_UNROLL
   // Version 7: the block's clean table, built while its first step's loads are out (every thread
   // of the block: barriers).
   [[maybe_unused]] Nvfp4CleanTable* const table = kClean ? dev::dynamic_smem<Nvfp4CleanTable>() : nullptr;
+  // The lane's copy: its group slot's (seg < kCleanCopies: 2 lanes per group, config.cpp's group_lanes).
+  [[maybe_unused]] const int slot_bytes = seg % kCleanCopies * static_cast<int>(sizeof(float));
   [[maybe_unused]] float c6 = 0.0f;
   const int64_t first_base = warp * step_groups;
   if constexpr (kClean) {
@@ -539,7 +562,7 @@ TEJAS_QUANT_UNROLL
       const bool nan = bits > Abs::kInf;
       const float amax = Abs::amax(bits);
       GroupScale gs;
-      if constexpr (kClean) gs = clean_group_scale(amax, nan, ts, c6, table);
+      if constexpr (kClean) gs = clean_group_scale(amax, nan, ts, c6, table, slot_bytes);
       else gs = group_scale<F>(R, amax, nan, ts, inv_6ts);
       // Version 6: the group's biased reciprocal (unused for NaN groups, whose codes are replaced).
       [[maybe_unused]] TieBias tb;
