@@ -17,6 +17,7 @@
 
 #include "check/host_tensor.h"
 #include "ops/common/emu_launch.h"
+#include "ops/norm/launch.h"
 #include "ops/rope/plan.h"
 #include "runtime/tune.h"
 #include "support/seed.h"
@@ -134,6 +135,54 @@ TEST(SectorsAtIdeal, NormOtherPaths) {
       ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s8.v).ok());
       expect_ideal("fused_add_rms_norm_quant_fp8_group ue8m0 " + at, 2 * bytes(x) + bytes(w),
                    bytes(res) + bytes(q) + bytes(s8));
+    }
+  }
+}
+
+// The same outputs on the pipelined kernels, the default wherever the rows outnumber the
+// resident CTAs twice (T >= 6 on the emulator's 3; docs/kernels/rms_norm.md): the CTA-row
+// pipeline (H 4096, 16384) and the warp-row one (H 1024, T 29), bf16 and f16 x (the pipelines
+// copy 16-bit rows only: config.h's copyable_rows; f32 keeps a CTA per row, NormOtherPaths),
+// every output form. The cases above (T 3 and 5) run one CTA per row.
+TEST(SectorsAtIdeal, NormPipelined) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});  // the default plan, whatever TEJAS_TUNE says
+  struct Shape {
+    int64_t T, H;
+    bool warp_rows;
+  };
+  for (const Shape& sh : {Shape{7, 4096, false}, Shape{6, 16384, false}, Shape{29, 1024, true}}) {
+    const int64_t T = sh.T, H = sh.H;
+    for (DType xd : {DType::bf16, DType::f16}) {
+      const std::string at = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " " + std::string(dtype_name(xd));
+      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng);
+      Buf out = make(xd, {T, H}, rng), q = make(DType::e4m3, {T, H}, rng);
+      const auto expect_pipelined = [&](const std::string& what) {
+        const norm::NormConfig c = norm::last_config();
+        EXPECT_GT(c.pipeline_stages, 0) << what << " " << at << ": not the pipelined kernel";
+        EXPECT_EQ(c.warp_per_row, sh.warp_rows) << what << " " << at;
+      };
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+      expect_pipelined("rms_norm");
+      expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
+      ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
+      expect_pipelined("fused_add_rms_norm");
+      expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
+      Buf dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
+      *static_cast<float*>(stat.v.data) = 0.25f;
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+      expect_pipelined("rms_norm fp8 dynamic");
+      expect_ideal("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
+      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
+      expect_pipelined("rms_norm fp8 static");
+      expect_ideal("rms_norm fp8 static " + at, bytes(x) + bytes(w) + bytes(stat), bytes(q));
+      Buf sf = make(DType::f32, {T, H / 128}, rng), s8 = make(DType::ue8m0, {T, H / 128}, rng);
+      for (const Buf* s : {&sf, &s8}) {
+        const std::string what = std::string("fused_add_rms_norm_quant_fp8_group ") + (s == &sf ? "f32" : "ue8m0");
+        ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s->v).ok());
+        expect_pipelined(what);
+        expect_ideal(what + " " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(q) + bytes(*s));
+      }
     }
   }
 }

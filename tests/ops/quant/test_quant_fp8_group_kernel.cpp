@@ -95,9 +95,11 @@ TEST(QuantFp8GroupKernel, RandomShapesMatchReference) {
 namespace {
 // Every group-size path; also run under each TEJAS_TUNE variant (TunedVariantsMatchReference).
 void other_group_sizes(check::Rng& rng) {
-  // 1 and 3: generic path (no 16-byte split); 16 .. 1024: vectorized with 2 .. 32 lanes and up
-  // to 4 chunks; 192: 8 lanes x 3 chunks; 2048: too large for registers (generic).
-  for (int group : {1, 3, 16, 64, 192, 256, 1024, 2048}) {
+  // 1 and 3: generic path (no 16-byte split); 4 (f32) and 8 (bf16): vectorized, one lane and
+  // one chunk per group, 32 groups per warp (4 with bf16 x: generic); 16 .. 1024: vectorized with
+  // 2 .. 32 lanes and up to 4 chunks; 192: 8 lanes x 3 chunks; 2048: too large for registers
+  // (generic).
+  for (int group : {1, 3, 4, 8, 16, 64, 192, 256, 1024, 2048}) {
     const int64_t K = group >= 1024 ? 2048 : 768;
     run_random({DType::bf16, group % 2 ? DType::f32 : DType::ue8m0, {3, K}, group}, rng);
     run_random({DType::f32, DType::f32, {2, K}, group}, rng);
@@ -382,7 +384,8 @@ void dequant_random_shapes(check::Rng& rng) {
   run_dequant({DType::f32, DType::bf16, {1, 16384}}, rng);
   run_dequant({DType::ue8m0, DType::f16, {2, 16384}}, rng);
   // 24 and 1536: group / vec (3, 192) not a power of two, through group_div's multiply and shift.
-  for (int group : {1, 3, 4, 24, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
+  // 8: one 16-byte bf16 vector per group.
+  for (int group : {1, 3, 4, 8, 24, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
   run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
   run_dequant({DType::f32, DType::f16, {4, 256}, kGroup, 3, 2, 0}, rng);
   run_dequant({DType::f32, DType::bf16, {4, 256}, kGroup, 0, 0, 3}, rng);
