@@ -4,32 +4,36 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 #include "ops/common/emu_launch.h"
-#include "ops/rope/plan.h"
 #include "ops/common/ref_numeric.h"
+#include "ops/rope/plan.h"
 #include "runtime/tune.h"
 #include "tejas/context.h"
+#include "tejas/rope.h"
 
 namespace tejas::ropetest {
 
 inline constexpr long double kRopeBase = 10000.0L;
 
-// [max_pos, rotary_dim]: cos(p f_i) then sin(p f_i), f_i = base^(-2i / rotary_dim).
-inline check::HostTensor make_cache(int64_t max_pos, int64_t rotary_dim, DType dtype) {
+// [max_pos, rotary_dim]: cos(p f_i) then sin(p f_i), f_i = base^(-2i / rotary_dim), row r for
+// position p = r x pos_stride (a stride > 1 turns the lowest frequencies too, as far positions do:
+// at 64 rows of stride 1 the last pairs of a 128-wide rotary turn by under 0.01 rad).
+inline check::HostTensor make_cache(int64_t max_pos, int64_t rotary_dim, DType dtype, int64_t pos_stride = 1) {
   check::HostTensor cache(dtype, {max_pos, rotary_dim});
   const int64_t half = rotary_dim / 2;
-  for (int64_t p = 0; p < max_pos; ++p)
+  for (int64_t r = 0; r < max_pos; ++r)
     for (int64_t i = 0; i < half; ++i) {
-      const long double angle = p * std::pow(kRopeBase, -2.0L * i / rotary_dim);
-      cache.set({p, i}, static_cast<double>(std::cos(angle)));
-      cache.set({p, half + i}, static_cast<double>(std::sin(angle)));
+      const long double angle = static_cast<long double>(r * pos_stride) * std::pow(kRopeBase, -2.0L * i / rotary_dim);
+      cache.set({r, i}, static_cast<double>(std::cos(angle)));
+      cache.set({r, half + i}, static_cast<double>(std::sin(angle)));
     }
   return cache;
 }
@@ -105,27 +109,82 @@ inline bool expect_head_stage_bytes(int64_t T, int64_t heads, int64_t rotary, DT
   return staged;
 }
 
-// Kernel results against the reference (which rounds the float64 rotation once):
-// the kernels compute a*c - b*s in f32 with one fused multiply-add after one rounded product,
-// an absolute error below 2^-23 (|a| + |b|) (|c|, |s| <= 1). Rounding that f32 value to bf16/f16
-// lands at most one unit from the correctly rounded result unless cancellation makes the result
-// smaller than that error, hence ulps = 1 or abs = 2^-23 * max(|a| + |b|). f32 outputs: the same
-// absolute bound plus 2^-23 relative (the final rounding to f32 itself).
-inline check::Tolerance kernel_tolerance(DType t, double max_pair_sum) {
-  constexpr double kF32Eps = 0x1p-23;
-  check::Tolerance tol;
-  tol.abs = kF32Eps * max_pair_sum;
-  if (t == DType::f32) tol.rel = kF32Eps;
-  else tol.ulps = 1;
-  return tol;
+// Kernel results against the reference (which rounds the float64 rotation once), pair by pair.
+// The kernels compute a c - b s in f32: one rounded product, then one fused multiply-add (|c|,
+// |s| <= 1), an absolute error E <= 2^-24 |b| + 2^-24 (|a| + |b|) <= 2^-23 (|a| + |b|) from the
+// exact rotation. |a| + |b| <= sqrt 2 |(a, b)|, and the rotation keeps the pair's norm, so E is
+// bounded from the reference's own output pair (its norm up by 2^-6 and one spacing of each
+// element for the reference's rounding). 16-bit outputs: where E is under half a spacing of the
+// result, the f32 value and the exact one straddle at most one rounding boundary, so the output
+// is within 1 ulp of the correctly rounded one; only where cancellation leaves a result near E
+// (a pair's own inputs, not the tensor's largest) may it be off by E plus the two roundings (<= 2
+// spacings). f32 outputs: E plus one spacing (the reference's rounding). Columns past the rotary
+// ones are copied: bit for bit. NaN only where the reference has NaN; infinities exact.
+inline double spacing(DType t, uint64_t bits) {
+  const uint64_t sign = uint64_t{1} << (dtype_bits(t) - 1);
+  const uint64_t mag = bits & (sign - 1);
+  const double here = ref::decode(t, mag), up = ref::decode(t, mag + 1);
+  return std::isfinite(up) ? up - here : here - ref::decode(t, mag - 1);
 }
 
-// Bounds |a| + |b| of any pair of x: 2 max |x|.
-inline double max_pair_sum(const check::HostTensor& x) {
-  double m = 0;
-  for (int64_t i = 0; i < x.numel(); ++i)
-    if (std::isfinite(x.get_flat(i))) m = std::fmax(m, std::fabs(x.get_flat(i)));
-  return 2 * m;
+// style: the pairs (neox: i and i + rotary / 2; gptj: 2i and 2i + 1) within the first `rotary`
+// elements of each head row (the last dimension).
+inline check::CompareResult compare_rotated(const check::HostTensor& got, const check::HostTensor& want,
+                                            RopeStyle style, int64_t rotary) {
+  check::CompareResult r;
+  const DType t = want.dtype();
+  if (got.shape() != want.shape() || got.dtype() != t || want.shape().empty()) {
+    r.ok = false;
+    r.message = "shape or dtype mismatch";
+    return r;
+  }
+  const int64_t D = want.shape().back(), half = rotary / 2;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    ++r.checked;
+    const int64_t col = i % D;
+    const uint64_t gb = got.bits_flat(i), wb = want.bits_flat(i);
+    const double g = got.get_flat(i), w = want.get_flat(i);
+    bool good;
+    if (col >= rotary) {
+      good = gb == wb;
+    } else if (std::isnan(w) || std::isnan(g)) {
+      good = std::isnan(w) && std::isnan(g);
+    } else if (std::isinf(w) || std::isinf(g)) {
+      good = g == w;
+    } else {
+      const int64_t partner = i - col + (style == RopeStyle::neox ? (col < half ? col + half : col - half) : col ^ 1);
+      const double wp = want.get_flat(partner);
+      const double u = spacing(t, wb);
+      // (A non-finite partner leaves no bound from the pair: 1 ulp.)
+      const double norm =
+          std::isfinite(wp) ? std::hypot(w, wp) * (1 + 0x1p-6) + u + spacing(t, want.bits_flat(partner)) : 0.0;
+      const double e = 0x1p-23 * std::sqrt(2.0) * norm, err = std::fabs(g - w);
+      if (t == DType::f32) {
+        good = err <= e + u;
+      } else {
+        good = check::ulp_distance(t, gb, wb) <= 1 || (e >= u / 2 && err <= e + 2 * u);
+      }
+      r.max_abs_err = std::max(r.max_abs_err, err);
+      r.max_ulps = std::max(r.max_ulps, check::ulp_distance(t, gb, wb));
+    }
+    if (!good) {
+      if (r.mismatches == 0) {
+        r.first_bad = i;
+        r.got_at_first = g;
+        r.want_at_first = w;
+      }
+      ++r.mismatches;
+    }
+  }
+  r.ok = r.mismatches == 0;
+  std::ostringstream os;
+  if (!r.ok)
+    os << r.mismatches << " of " << r.checked << " mismatch; first at flat " << r.first_bad << " (column "
+       << r.first_bad % D << " of " << D << ", rotary " << rotary << "): got " << r.got_at_first << " want "
+       << r.want_at_first << "; ";
+  os << "max abs err " << r.max_abs_err << ", max ulps " << r.max_ulps;
+  r.message = os.str();
+  return r;
 }
 
 // A HostTensor holding a copy of any host view's elements (for comparing views at odd offsets).

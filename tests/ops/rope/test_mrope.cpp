@@ -58,12 +58,12 @@ struct Shape {
   int64_t pad = 0;  // extra elements per head row of q and k (never read or written)
 };
 // Qwen2-VL (16/24/24 of 64 pairs); partial rotary; sections not multiples of 8 (vec 2 and 1);
-// an empty section; T = 1 with 16384 = 128 x 128 hidden; padded head rows, 16-byte aligned
-// (pad 8) and not (pad 3: narrower vectors).
-const Shape kShapes[] = {{5, 4, 2, 128, 128, {16, 24, 24}},   {3, 2, 1, 96, 64, {8, 12, 12}},
-                         {17, 3, 1, 32, 20, {3, 4, 3}},       {2, 2, 2, 16, 16, {0, 4, 4}},
-                         {1, 128, 0, 128, 128, {16, 24, 24}}, {4, 3, 2, 128, 128, {16, 24, 24}, 8},
-                         {3, 2, 1, 96, 64, {8, 12, 12}, 3}};
+// an empty section (each of the three); T = 1 with 16384 = 128 x 128 hidden; padded head rows,
+// 16-byte aligned (pad 8) and not (pad 3: narrower vectors).
+const Shape kShapes[] = {
+    {5, 4, 2, 128, 128, {16, 24, 24}},   {3, 2, 1, 96, 64, {8, 12, 12}},       {17, 3, 1, 32, 20, {3, 4, 3}},
+    {2, 2, 2, 16, 16, {0, 4, 4}},        {3, 2, 1, 32, 32, {8, 0, 8}},         {4, 1, 2, 48, 40, {12, 8, 0}},
+    {1, 128, 0, 128, 128, {16, 24, 24}}, {4, 3, 2, 128, 128, {16, 24, 24}, 8}, {3, 2, 1, 96, 64, {8, 12, 12}, 3}};
 
 struct Inputs {
   HostTensor pos, cache, q, k;
@@ -219,10 +219,10 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
             EXPECT_TRUE(intact) << name << " device guards";
           }
         }
-        auto r = check::compare(in.q, q_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(q_ref) + 1));
+        auto r = ropetest::compare_rotated(in.q, q_ref, RopeStyle::neox, s.rotary);
         EXPECT_TRUE(r.ok) << "q: " << r.message;
         if (s.Hk) {
-          r = check::compare(in.k, k_ref, ropetest::kernel_tolerance(qt, ropetest::max_pair_sum(k_ref) + 1));
+          r = ropetest::compare_rotated(in.k, k_ref, RopeStyle::neox, s.rotary);
           EXPECT_TRUE(r.ok) << "k: " << r.message;
         }
         EXPECT_TRUE(in.q.padding_intact() && in.k.padding_intact()) << "wrote into head-row padding";
