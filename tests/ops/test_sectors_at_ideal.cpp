@@ -458,4 +458,34 @@ TEST(SectorsAtIdeal, RopeTwoHeadsInFlight) {
   rope_sectors_at_ideal(rng, 2);
 }
 
+// The rope family with f16 q / k / v and an f16 cos/sin cache, and rope_kv_cache_write in gptj
+// style too (the cases above: bf16, neox for the cache write), under the default tune.
+TEST(SectorsAtIdeal, RopeF16AndGptjCacheWrite) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});
+  constexpr int64_t T = 3, Hq = 32, Hk = 8, D = 128, kMaxPos = 64, kBlocks = 4, kPage = 16;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const std::string at(dtype_name(dt));
+    Buf pos = make(DType::i64, {T}, rng), q = make(dt, {T, Hq, D}, rng), k = make(dt, {T, Hk, D}, rng);
+    Buf v = make(dt, {T, Hk, D}, rng), cache = make(dt, {kMaxPos, D}, rng);
+    for (int64_t t = 0; t < T; ++t) static_cast<int64_t*>(pos.v.data)[t] = 5 * t + 1;  // distinct rows
+    Buf slots = make(DType::i64, {T}, rng);
+    for (int64_t t = 0; t < T; ++t) static_cast<int64_t*>(slots.v.data)[t] = 17 * t + 3;  // distinct pages
+    Buf kc = make(dt, {kBlocks, kPage, Hk, D}, rng), vc = make(dt, {kBlocks, kPage, Hk, D}, rng);
+    const uint64_t qk = bytes(q) + bytes(k), cos_rows = T * D * 2;
+    for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+      const std::string what = at + (style == RopeStyle::neox ? " neox" : " gptj");
+      if (dt == DType::f16) {
+        ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, style).ok());
+        expect_ideal("rope " + what, qk + cos_rows + bytes(pos), qk);
+      }
+      ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, style, slots.v,
+                                      PagedKvCache{kc.v, vc.v, {}, {}})
+                      .ok());
+      expect_ideal("rope_kv_cache_write " + what, qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots),
+                   qk + 2 * bytes(k));
+    }
+  }
+}
+
 }  // namespace
