@@ -16,8 +16,9 @@
 //   rotated: (a, b) -> (a*c - b*s, b*c + a*s), float64 in the reference, one rounding each.
 //   The kernels compute in f32 (one product, one fused multiply-add: error E <= 2^-23 (|a| + |b|)):
 //   bf16/f16 results lie within one unit in the last place of the reference, except where the
-//   pair's own cancellation leaves a result within a few of its units of E (there within E plus
-//   two units); f32 results within E plus one f32 unit.
+//   pair's own cancellation leaves a result within a few of its units of E (E at least a quarter
+//   of the unit above the result: there within E plus two units); f32 results within E plus one
+//   f32 unit.
 // Non-finite values follow IEEE arithmetic of that formula: a NaN in a or b makes both outputs
 //   of the pair NaN; an Inf gives +-Inf or NaN (e.g. a = Inf with s = 0 gives a' = Inf,
 //   b' = NaN, since Inf * 0 is NaN).

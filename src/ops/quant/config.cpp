@@ -84,6 +84,9 @@ QuantConfig with_clean_table(const QuantProblem& p, QuantConfig c, int64_t resid
   if (!c.vectorized || !c.fast_convert || !p.nvfp4_scales || p.x_bytes != 2 || !p.clean_table || resident_ctas <= 0)
     return c;
   if (c.grid < kCleanMinSteps * resident_ctas) return c;
+  // A copy of the table per group slot of a warp (kernel.cuh's Nvfp4CleanTable): nvfp4's 16-element
+  // groups of 16-bit x take 2 lanes (group_lanes), 16 slots.
+  if (c.groups_per_warp > kCleanCopies) return c;
   c.clean_table = true;
   c.grid = resident_ctas;
   return c;

@@ -104,6 +104,15 @@ void other_group_sizes(check::Rng& rng) {
     run_random({DType::bf16, group % 2 ? DType::f32 : DType::ue8m0, {3, K}, group}, rng);
     run_random({DType::f32, DType::f32, {2, K}, group}, rng);
   }
+  // The one-lane plans of groups 8 (bf16) and 4 (f32): one 16-byte chunk per group.
+  for (auto [xd, group] : {std::pair{DType::bf16, 8}, {DType::f32, 4}}) {
+    PlacedTensor x(xd, {3, 768}), q(DType::e4m3, {3, 768}), s(DType::f32, {3, 768 / group});
+    const quant_kernel::QuantConfig c =
+        quant_kernel::quant_launch(
+            quant_kernel::plan_quant(x, q, s, TensorView{}, group, quant_kernel::ScaleRule::fp8_f32), 0)
+            .config;
+    EXPECT_TRUE(c.vectorized && c.lanes_per_group == 1 && c.chunks == 1) << c.to_string();
+  }
 }
 }  // namespace
 
@@ -384,8 +393,15 @@ void dequant_random_shapes(check::Rng& rng) {
   run_dequant({DType::f32, DType::bf16, {1, 16384}}, rng);
   run_dequant({DType::ue8m0, DType::f16, {2, 16384}}, rng);
   // 24 and 1536: group / vec (3, 192) not a power of two, through group_div's multiply and shift.
-  // 8: one 16-byte bf16 vector per group.
+  // 8: one 16-byte bf16 vector per group; with f32 outputs, 4.
   for (int group : {1, 3, 4, 8, 24, 64, 1536}) run_dequant({DType::f32, DType::bf16, {2, 3072}, group}, rng);
+  run_dequant({DType::f32, DType::f32, {2, 3072}, 4}, rng);
+  for (auto [od, group] : {std::pair{DType::bf16, 8}, {DType::f32, 4}}) {  // vectorized, one vector per group
+    PlacedTensor q(DType::e4m3, {2, 3072}), s(DType::f32, {2, 3072 / group}), out(od, {2, 3072});
+    const quant_kernel::DequantConfig c =
+        quant_kernel::dequant_launch(quant_kernel::plan_dequant(q, s, TensorView{}, out, group), 0).config;
+    EXPECT_TRUE(c.vectorized) << dtype_name(od) << " group " << group;
+  }
   run_dequant({DType::ue8m0, DType::f32, {4, 256}, kGroup, 4}, rng);
   run_dequant({DType::f32, DType::f16, {4, 256}, kGroup, 3, 2, 0}, rng);
   run_dequant({DType::f32, DType::bf16, {4, 256}, kGroup, 0, 0, 3}, rng);

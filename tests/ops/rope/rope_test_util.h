@@ -154,12 +154,17 @@ inline check::CompareResult compare_rotated(const check::HostTensor& got, const 
       good = g == w;
     } else {
       const int64_t partner = i - col + (style == RopeStyle::neox ? (col < half ? col + half : col - half) : col ^ 1);
-      const double wp = want.get_flat(partner);
-      const double u = spacing(t, wb);
-      // (A non-finite partner leaves no bound from the pair: 1 ulp.)
-      const double norm =
-          std::isfinite(wp) ? std::hypot(w, wp) * (1 + 0x1p-6) + u + spacing(t, want.bits_flat(partner)) : 0.0;
-      const double e = 0x1p-23 * std::sqrt(2.0) * norm, err = std::fabs(g - w);
+      const uint64_t pb = want.bits_flat(partner);
+      const double wp = want.get_flat(partner), u = spacing(t, wb);
+      // Bound on |a| + |b|: sqrt 2 |(a, b)| from the output pair; a partner that overflowed (an
+      // infinite rotation of finite inputs) leaves only |a| + |b| <= 2 x the largest finite value;
+      // a NaN partner none (then 1 ulp).
+      const uint64_t mag_bits = pb & ((uint64_t{1} << (dtype_bits(t) - 1)) - 1);
+      const double pair_sum = std::isnan(wp) ? 0.0
+                              : std::isinf(wp)
+                                  ? 2 * ref::decode(t, mag_bits - 1)
+                                  : std::sqrt(2.0) * (std::hypot(w, wp) * (1 + 0x1p-6) + u + spacing(t, pb));
+      const double e = 0x1p-23 * pair_sum, err = std::fabs(g - w);
       if (t == DType::f32) {
         good = err <= e + u;
       } else {

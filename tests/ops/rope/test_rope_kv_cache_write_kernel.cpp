@@ -107,17 +107,18 @@ constexpr KvShape kShapes[] = {{1, 1, 1, 8, 8, 1, 1},        {3, 4, 2, 64, 64, 2
                                {9, 3, 3, 72, 72, 3, 5},      {6, 4, 2, 132, 64, 2, 16}, {1, 128, 8, 128, 128, 1, 16},
                                {4, 1, 5, 16, 8, 2, 4},       {5, 3, 2, 96, 64, 2, 8}};
 
-// Each q dtype, cache dtype and style; the cos/sin cache f32 on neox and q's dtype on gptj, and
-// the other way round where the KV cache is q's dtype (the cos dtype is a runtime branch of the
-// same kernels).
+// Each q dtype, cache dtype and style, the cos/sin cache f32 on neox and q's dtype on gptj; then
+// (appended, so that the tests picking variants()[i] keep theirs) the other way round where the
+// KV cache is q's dtype (the cos dtype is a runtime branch of the same kernels).
 std::vector<Variant> variants() {
   std::vector<Variant> v;
   for (DType qt : {DType::bf16, DType::f16})
     for (DType cache : {qt, DType::e4m3, DType::e5m2})
-      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
         v.push_back({qt, cache, style == RopeStyle::neox ? DType::f32 : qt, style});
-        if (cache == qt) v.push_back({qt, cache, style == RopeStyle::neox ? qt : DType::f32, style});
-      }
+  for (DType qt : {DType::bf16, DType::f16})
+    for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
+      v.push_back({qt, qt, style == RopeStyle::neox ? qt : DType::f32, style});
   return v;
 }
 
