@@ -141,6 +141,32 @@ TEST(CaseRunner, CompareCodesNeverPassesNan) {
   EXPECT_TRUE(compare_codes(same, want, lo, hi).ok);
 }
 
+// compare_with: the judge decides finite elements only (NaN must meet NaN, infinities exact,
+// whatever it says), and the report names the first element it refused.
+TEST(CaseRunner, CompareWithJudgesOnlyFiniteElements) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
+  HostTensor got(DType::f32, {2, 3}), want(DType::f32, {2, 3});
+  const double g[] = {1.0, 2.5, kNaN, kInf, 7.0, 0.0}, w[] = {1.0, 2.0, kNaN, kInf, 7.0, kNaN};
+  for (int64_t i = 0; i < 6; ++i) {
+    got.set_flat(i, g[i]);
+    want.set_flat(i, w[i]);
+  }
+  std::vector<int64_t> judged;
+  const CompareResult r = compare_with(got, want, [&](int64_t i) {
+    judged.push_back(i);
+    return i != 1;
+  });
+  EXPECT_EQ(judged, (std::vector<int64_t>{0, 1, 4}));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.mismatches, 2);  // element 1 (refused) and 5 (0 where NaN was due)
+  EXPECT_EQ(r.first_bad, 1);
+  EXPECT_NE(r.message.find("first at [0, 1]"), std::string::npos) << r.message;
+  got.set_flat(5, kNaN);
+  got.set_flat(3, -kInf);
+  const CompareResult all_true = compare_with(got, want, [](int64_t) { return true; });
+  EXPECT_EQ(all_true.mismatches, 1);  // -Inf against +Inf
+}
+
 TEST(CaseRunner, UnsupportedIsNeitherPassNorFail) {
   const CaseResult r = run(Fault::unsupported);
   EXPECT_EQ(r.verdict, Verdict::unsupported);

@@ -269,7 +269,8 @@ std::string index_string(const std::vector<int64_t>& shape, int64_t flat) {
 namespace {
 // tol == nullptr: codes (bitwise), with tie_lo / tie_hi (when given) as allowed alternatives.
 CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const Tolerance* tol,
-                           const std::vector<uint64_t>* tie_lo = nullptr, const std::vector<uint64_t>* tie_hi = nullptr) {
+                           const std::vector<uint64_t>* tie_lo = nullptr, const std::vector<uint64_t>* tie_hi = nullptr,
+                           const std::function<bool(int64_t)>* close = nullptr) {
   CompareResult r;
   if (got.shape() != want.shape()) {
     r.ok = false;
@@ -286,7 +287,7 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
     ++r.checked;
     const double g = got.get_flat(i), w = want.get_flat(i);
     bool good;
-    if (!tol) {
+    if (!tol && !close) {
       const uint64_t bits = got.bits_flat(i);
       good = bits == want.bits_flat(i);
       if (!good && tie_lo && !std::isnan(g) && !std::isnan(w) &&
@@ -304,9 +305,13 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
       good = g == w;
     } else {
       const double err = std::fabs(g - w);
-      good = err <= tol->abs + tol->rel * std::fabs(w);
-      if (!good && tol->ulps >= 0 && got.dtype() == want.dtype())
-        good = ulp_distance(got.dtype(), got.bits_flat(i), want.bits_flat(i)) <= tol->ulps;
+      if (close) {
+        good = (*close)(i);
+      } else {
+        good = err <= tol->abs + tol->rel * std::fabs(w);
+        if (!good && tol->ulps >= 0 && got.dtype() == want.dtype())
+          good = ulp_distance(got.dtype(), got.bits_flat(i), want.bits_flat(i)) <= tol->ulps;
+      }
       r.max_abs_err = std::max(r.max_abs_err, err);
       if (w != 0) r.max_rel_err = std::max(r.max_rel_err, err / std::fabs(w));
       if (got.dtype() == want.dtype())
@@ -342,6 +347,9 @@ CompareResult compare_impl(const HostTensor& got, const HostTensor& want, const 
 
 CompareResult compare(const HostTensor& got, const HostTensor& want, const Tolerance& tol) {
   return compare_impl(got, want, &tol);
+}
+CompareResult compare_with(const HostTensor& got, const HostTensor& want, const std::function<bool(int64_t)>& close) {
+  return compare_impl(got, want, nullptr, nullptr, nullptr, &close);
 }
 CompareResult compare_exact(const HostTensor& got, const HostTensor& want) { return compare_impl(got, want, nullptr); }
 CompareResult compare_codes(const HostTensor& got, const HostTensor& want, const std::vector<uint64_t>& tie_lo,

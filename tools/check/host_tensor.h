@@ -2,6 +2,7 @@
 // `tejas check` command (so the GPU path needs no GoogleTest).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -136,6 +137,9 @@ struct CompareResult {
 // where `want` is NaN must be NaN in `got`; a NaN elsewhere always fails; infinities must match
 // exactly.
 CompareResult compare(const HostTensor& got, const HostTensor& want, const Tolerance& tol);
+// The same, with `close(i)` judging element i (row-major) wherever neither side is NaN or
+// infinite (a per-element tolerance: the caller reads got and want at i).
+CompareResult compare_with(const HostTensor& got, const HostTensor& want, const std::function<bool(int64_t)>& close);
 // Bitwise equality of codes (quantized outputs), with the same report.
 CompareResult compare_exact(const HostTensor& got, const HostTensor& want);
 // Bitwise equality, except that element i (row-major) may instead hold tie_lo[i] or tie_hi[i]:

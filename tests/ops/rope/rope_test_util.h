@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <vector>
 
 #include "check/cuda_mem.h"
@@ -132,65 +131,32 @@ inline double spacing(DType t, uint64_t bits) {
 // elements of each head row (the last dimension).
 inline check::CompareResult compare_rotated(const check::HostTensor& got, const check::HostTensor& want,
                                             RopeStyle style, int64_t rotary) {
-  check::CompareResult r;
-  const DType t = want.dtype();
-  if (got.shape() != want.shape() || got.dtype() != t || want.shape().empty()) {
+  if (got.dtype() != want.dtype() || want.shape().empty()) {
+    check::CompareResult r;
     r.ok = false;
-    r.message = "shape or dtype mismatch";
+    r.message = "dtype mismatch or no dimensions";
     return r;
   }
+  const DType t = want.dtype();
   const int64_t D = want.shape().back(), half = rotary / 2;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    ++r.checked;
+  return check::compare_with(got, want, [&](int64_t i) {
     const int64_t col = i % D;
     const uint64_t gb = got.bits_flat(i), wb = want.bits_flat(i);
-    const double g = got.get_flat(i), w = want.get_flat(i);
-    bool good;
-    if (col >= rotary) {
-      good = gb == wb;
-    } else if (std::isnan(w) || std::isnan(g)) {
-      good = std::isnan(w) && std::isnan(g);
-    } else if (std::isinf(w) || std::isinf(g)) {
-      good = g == w;
-    } else {
-      const int64_t partner = i - col + (style == RopeStyle::neox ? (col < half ? col + half : col - half) : col ^ 1);
-      const uint64_t pb = want.bits_flat(partner);
-      const double wp = want.get_flat(partner), u = spacing(t, wb);
-      // Bound on |a| + |b|: sqrt 2 |(a, b)| from the output pair; a partner that overflowed (an
-      // infinite rotation of finite inputs) leaves only |a| + |b| <= 2 x the largest finite value;
-      // a NaN partner none (then 1 ulp).
-      const uint64_t mag_bits = pb & ((uint64_t{1} << (dtype_bits(t) - 1)) - 1);
-      const double pair_sum = std::isnan(wp) ? 0.0
-                              : std::isinf(wp)
-                                  ? 2 * ref::decode(t, mag_bits - 1)
-                                  : std::sqrt(2.0) * (std::hypot(w, wp) * (1 + 0x1p-6) + u + spacing(t, pb));
-      const double e = 0x1p-23 * pair_sum, err = std::fabs(g - w);
-      if (t == DType::f32) {
-        good = err <= e + u;
-      } else {
-        good = check::ulp_distance(t, gb, wb) <= 1 || (e >= u / 4 && err <= e + 2 * u);
-      }
-      r.max_abs_err = std::max(r.max_abs_err, err);
-      r.max_ulps = std::max(r.max_ulps, check::ulp_distance(t, gb, wb));
-    }
-    if (!good) {
-      if (r.mismatches == 0) {
-        r.first_bad = i;
-        r.got_at_first = g;
-        r.want_at_first = w;
-      }
-      ++r.mismatches;
-    }
-  }
-  r.ok = r.mismatches == 0;
-  std::ostringstream os;
-  if (!r.ok)
-    os << r.mismatches << " of " << r.checked << " mismatch; first at flat " << r.first_bad << " (column "
-       << r.first_bad % D << " of " << D << ", rotary " << rotary << "): got " << r.got_at_first << " want "
-       << r.want_at_first << "; ";
-  os << "max abs err " << r.max_abs_err << ", max ulps " << r.max_ulps;
-  r.message = os.str();
-  return r;
+    if (col >= rotary) return gb == wb;
+    const int64_t partner = i - col + (style == RopeStyle::neox ? (col < half ? col + half : col - half) : col ^ 1);
+    const uint64_t pb = want.bits_flat(partner);
+    const double w = want.get_flat(i), wp = want.get_flat(partner), u = spacing(t, wb);
+    // Bound on |a| + |b|: sqrt 2 |(a, b)| from the output pair; a partner that overflowed (an
+    // infinite rotation of finite inputs) leaves only |a| + |b| <= 2 x the largest finite value;
+    // a NaN partner none (then 1 ulp).
+    const uint64_t mag_bits = pb & ((uint64_t{1} << (dtype_bits(t) - 1)) - 1);
+    const double pair_sum = std::isnan(wp)   ? 0.0
+                            : std::isinf(wp) ? 2 * ref::decode(t, mag_bits - 1)
+                                             : std::sqrt(2.0) * (std::hypot(w, wp) * (1 + 0x1p-6) + u + spacing(t, pb));
+    const double e = 0x1p-23 * pair_sum, err = std::fabs(got.get_flat(i) - w);
+    if (t == DType::f32) return err <= e + u;
+    return check::ulp_distance(t, gb, wb) <= 1 || (e >= u / 4 && err <= e + 2 * u);
+  });
 }
 
 // A HostTensor holding a copy of any host view's elements (for comparing views at odd offsets).
