@@ -335,8 +335,8 @@ __device__ __forceinline__ uint32_t packed_mx_codes(uint32_t w, const PackedMxSc
 // its block scale, where c6 is clean, one product and one conversion. Groups without one keep
 // version 5's path. The table's 7 x 126 e2m1 tests and c6's 126 e4m3 tests are shared over the
 // block's 256 threads (two threads per code, each at most 4 tests; one e4m3 test per thread),
-// about 220 instructions (with the 16 copies' stores) and one or three barriers, run after the block's first loads are
-// issued; planned (config.cpp's with_clean_table) on a persistent grid where each block has at
+// about 220 instructions (the 16 copies' stores included) and one or three barriers, run after
+// the block's first loads are issued; planned (config.cpp's with_clean_table) on a persistent grid where each block has at
 // least kCleanMinSteps warp steps to spread that over.
 // The table is read at each group's own block-scale code: one copy of 128 floats put a warp's 16
 // groups in one bank wherever their codes were 32 apart (a 16x spread of amax within 256
