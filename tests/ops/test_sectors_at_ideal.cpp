@@ -111,33 +111,46 @@ TEST(SectorsAtIdeal, Norm) {
   }
 }
 
-// The other norm paths: short rows (one warp per row: H 128 and 1024), f16 and f32 x, FP8
-// output with a dynamic (per-row scale written) or static (scale read) scale, ue8m0 group
-// scales. Rows stay whole sectors (H a multiple of 16 elements).
+// Every norm output form on [T, H] x of dtype xd, each launch's counters at the ideal: x's dtype
+// (rms_norm, fused_add_rms_norm), FP8 with a dynamic (per-row scale written) or static (scale
+// read) scale, fp8 groups with f32 and ue8m0 scales. `planned(what)` runs after each call (a
+// check of the plan it took; the counters stay the last launch's).
+template <class Planned>
+void norm_outputs_at_ideal(check::Rng& rng, DType xd, int64_t T, int64_t H, const std::string& at, Planned&& planned) {
+  Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng);
+  Buf out = make(xd, {T, H}, rng), q = make(DType::e4m3, {T, H}, rng);
+  ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+  planned("rms_norm");
+  expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
+  ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
+  planned("fused_add_rms_norm");
+  expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
+  Buf dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
+  *static_cast<float*>(stat.v.data) = 0.25f;
+  ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+  planned("rms_norm fp8 dynamic");
+  expect_ideal("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
+  ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
+  planned("rms_norm fp8 static");
+  expect_ideal("rms_norm fp8 static " + at, bytes(x) + bytes(w) + bytes(stat), bytes(q));
+  Buf sf = make(DType::f32, {T, H / 128}, rng), s8 = make(DType::ue8m0, {T, H / 128}, rng);
+  for (const Buf* sc : {&sf, &s8}) {
+    const std::string what = std::string("fused_add_rms_norm_quant_fp8_group ") + (sc == &sf ? "f32" : "ue8m0");
+    ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, sc->v).ok());
+    planned(what);
+    expect_ideal(what + " " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(q) + bytes(*sc));
+  }
+}
+
+// The other norm paths: short rows (one warp per row: H 128 and 1024), f16 and f32 x, every
+// output form. Rows stay whole sectors (H a multiple of 16 elements).
 TEST(SectorsAtIdeal, NormOtherPaths) {
   TEJAS_SEEDED_TEST_RNG();
   constexpr int64_t T = 5;
-  for (int64_t H : {128, 1024, 5120}) {
-    for (DType xd : {DType::bf16, DType::f16, DType::f32}) {
-      const std::string at = "H=" + std::to_string(H) + " " + std::string(dtype_name(xd));
-      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng);
-      Buf out = make(xd, {T, H}, rng), q = make(DType::e4m3, {T, H}, rng);
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
-      expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
-      ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
-      expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
-      Buf dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
-      *static_cast<float*>(stat.v.data) = 0.25f;
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
-      expect_ideal("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
-      expect_ideal("rms_norm fp8 static " + at, bytes(x) + bytes(w) + bytes(stat), bytes(q));
-      Buf s8 = make(DType::ue8m0, {T, H / 128}, rng);
-      ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s8.v).ok());
-      expect_ideal("fused_add_rms_norm_quant_fp8_group ue8m0 " + at, 2 * bytes(x) + bytes(w),
-                   bytes(res) + bytes(q) + bytes(s8));
-    }
-  }
+  for (int64_t H : {128, 1024, 5120})
+    for (DType xd : {DType::bf16, DType::f16, DType::f32})
+      norm_outputs_at_ideal(rng, xd, T, H, "H=" + std::to_string(H) + " " + std::string(dtype_name(xd)),
+                            [](const std::string&) {});
 }
 
 // The same outputs on the pipelined kernels, the default wherever the rows outnumber the
@@ -153,37 +166,14 @@ TEST(SectorsAtIdeal, NormPipelined) {
     bool warp_rows;
   };
   for (const Shape& sh : {Shape{7, 4096, false}, Shape{6, 16384, false}, Shape{29, 1024, true}}) {
-    const int64_t T = sh.T, H = sh.H;
     for (DType xd : {DType::bf16, DType::f16}) {
-      const std::string at = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " " + std::string(dtype_name(xd));
-      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng);
-      Buf out = make(xd, {T, H}, rng), q = make(DType::e4m3, {T, H}, rng);
-      const auto expect_pipelined = [&](const std::string& what) {
+      const std::string at =
+          "T=" + std::to_string(sh.T) + " H=" + std::to_string(sh.H) + " " + std::string(dtype_name(xd));
+      norm_outputs_at_ideal(rng, xd, sh.T, sh.H, at, [&](const std::string& what) {
         const norm::NormConfig c = norm::last_config();
         EXPECT_GT(c.pipeline_stages, 0) << what << " " << at << ": not the pipelined kernel";
         EXPECT_EQ(c.warp_per_row, sh.warp_rows) << what << " " << at;
-      };
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
-      expect_pipelined("rms_norm");
-      expect_ideal("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
-      ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
-      expect_pipelined("fused_add_rms_norm");
-      expect_ideal("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
-      Buf dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
-      *static_cast<float*>(stat.v.data) = 0.25f;
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
-      expect_pipelined("rms_norm fp8 dynamic");
-      expect_ideal("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
-      ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
-      expect_pipelined("rms_norm fp8 static");
-      expect_ideal("rms_norm fp8 static " + at, bytes(x) + bytes(w) + bytes(stat), bytes(q));
-      Buf sf = make(DType::f32, {T, H / 128}, rng), s8 = make(DType::ue8m0, {T, H / 128}, rng);
-      for (const Buf* s : {&sf, &s8}) {
-        const std::string what = std::string("fused_add_rms_norm_quant_fp8_group ") + (s == &sf ? "f32" : "ue8m0");
-        ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s->v).ok());
-        expect_pipelined(what);
-        expect_ideal(what + " " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(q) + bytes(*s));
-      }
+      });
     }
   }
 }
