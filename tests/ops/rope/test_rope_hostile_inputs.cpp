@@ -2,13 +2,16 @@
 // kernels' own guards, tejas/rope.h): out-of-range positions (negative, max_pos, the int64
 // extremes) leave their pairs unrotated in rope, mrope (only that section's pairs) and
 // rope_kv_cache_write (k unrotated, still cached); any negative slot (-1, -2, INT64_MIN) skips
-// the token's cache rows; +-Inf values saturate fp8 caches. Each against the reference run on
+// the token's cache rows; +-Inf values saturate fp8 caches; NaN and +-Inf in q, k and v follow the
+// reference on every kernel path. Each against the reference run on
 // inputs that say the same thing legally (a bad position as position 0, whose rotation is the
 // identity). The emulator reports any access outside the tensors as a finding (a failed call).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "ops/common/emu_launch.h"
@@ -179,6 +182,119 @@ TEST(RopeHostileInputs, InfinitiesSaturateFp8Caches) {
     for (int64_t i = 0; i < b.v_cache.numel(); ++i)
       ASSERT_EQ(b.v_cache.bits_flat(i), want.v_cache.bits_flat(i)) << "v_cache element " << i;
   }
+}
+
+// NaN, +Inf and -Inf planted at random in q and k (and v), rotated and pass-through columns
+// alike, follow the reference on every path: a NaN spreads to its own pair only, an Inf gives
+// +-Inf or NaN as IEEE products and sums do (Inf x 0 at position 0, where sin = 0; Inf - Inf
+// where both members are infinite), columns past rotary_dim keep their bits, fp8 caches get NaN
+// codes and saturated codes. compare_rotated holds a NaN only against a NaN and an infinity
+// exactly. rope and mrope: bf16, f16 and f32, both styles (mrope neox only), on the token
+// pipeline (rope.pipeline=1, the default) and a thread per token column, staged and unstaged;
+// shapes with 16-byte columns, partial rotary and one-element columns (D = 10). The KV-cache write:
+// one launch, split, the split's pipelined k half, and the pipelined fused kernel
+// (rope.pipeline=2), into bf16 and e4m3 caches.
+void plant_non_finite(HostTensor& t, check::Rng& rng) {
+  constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (rng.randint(0, 15) == 0) t.set_flat(i, kValues[rng.randint(0, 2)]);
+  t.set_flat(0, kValues[1]);  // a pair of infinities of one sign: gptj (0, 1), and neox's when D = 2
+  t.set_flat(1, kValues[1]);
+}
+
+TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
+  TEJAS_SEEDED_TEST_RNG();
+  struct Shape {
+    int64_t T, Hq, Hk, D, rotary;
+  };
+  const Shape shapes[] = {{40, 3, 1, 64, 64}, {7, 2, 2, 48, 32}, {5, 2, 1, 10, 10}};
+  detail::Tune pipelined;  // defaults: the token pipeline for rope and mrope where it applies
+  const detail::Tune tunes[] = {pipelined, ropetest::head_stage(2), ropetest::unstaged(1)};
+  int pipelined_calls = 0, column_calls = 0;
+  for (const detail::Tune& t : tunes) {
+    const detail::ScopedTuneOverride tune(t);
+    for (const Shape& s : shapes)
+      for (DType dt : {DType::bf16, DType::f16, DType::f32})
+        for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "rope.pipeline=" << t.rope_pipeline << " rope.head_stage=" << t.rope_head_stage << " "
+                       << dtype_name(dt) << " D=" << s.D << " rotary=" << s.rotary
+                       << (style == RopeStyle::neox ? " neox" : " gptj"));
+          const HostTensor cache = ropetest::make_cache(kMaxPos, s.rotary, DType::f32);
+          HostTensor pos(DType::i64, {s.T}), q(dt, {s.T, s.Hq, s.D}), k(dt, {s.T, s.Hk, s.D});
+          check::fill_randint(pos, rng, 0, kMaxPos - 1);
+          pos.set_flat(0, 0.0);  // Inf x sin 0
+          check::fill_normal(q, rng);
+          check::fill_normal(k, rng);
+          plant_non_finite(q, rng);
+          plant_non_finite(k, rng);
+          HostTensor q_ref = q, k_ref = k;  // bit-exact copies
+          TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), pos, q_ref, k_ref, cache, style));
+          TEJAS_ASSERT_OK(rope(ropetest::backend_ctx(Backend::emulator), pos, q, k, cache, style));
+          ++(rotary::last_launch().pipeline ? pipelined_calls : column_calls);
+          expect_close(q, q_ref, style, s.rotary, "q");
+          expect_close(k, k_ref, style, s.rotary, "k");
+          if (style == RopeStyle::gptj || s.rotary != s.D) continue;
+          // mrope (neox, rotary == D): three sections over the pairs.
+          const int64_t pairs = s.D / 2, t_sec = pairs / 3, h_sec = (pairs - t_sec) / 2;
+          const MropeSection sec{t_sec, h_sec, pairs - t_sec - h_sec};
+          HostTensor mpos(DType::i64, {3, s.T});
+          check::fill_randint(mpos, rng, 0, kMaxPos - 1);
+          for (int64_t row = 0; row < 3; ++row) mpos.set({row, 0}, 0.0);
+          check::fill_normal(q, rng);  // fresh inputs in place of the rotated ones
+          check::fill_normal(k, rng);
+          plant_non_finite(q, rng);
+          plant_non_finite(k, rng);
+          q_ref = q;
+          k_ref = k;
+          TEJAS_ASSERT_OK(mrope(ropetest::reference_ctx(), mpos, q_ref, k_ref, cache, sec));
+          TEJAS_ASSERT_OK(mrope(ropetest::backend_ctx(Backend::emulator), mpos, q, k, cache, sec));
+          expect_close(q, q_ref, style, s.rotary, "mrope q");
+          expect_close(k, k_ref, style, s.rotary, "mrope k");
+        }
+  }
+  EXPECT_GT(pipelined_calls, 0);  // each kind of kernel ran
+  EXPECT_GT(column_calls, 0);
+
+  const KvShape kv_shapes[] = {{40, 2, 2, 64, 64, 8, 8}, {6, 2, 3, 48, 16, 4, 4}, {6, 2, 3, 10, 10, 4, 4}};
+  std::set<std::pair<bool, bool>> kv_paths;  // (split, pipelined) of the kernels that ran
+  for (int setting : {0, 1, 2, 3}) {
+    detail::Tune t;  // 0: one launch; 1: split; 2: the split's pipelined k half; 3: rope.pipeline=2
+    t.rope_kv_split = setting == 1 || setting == 2 ? 2 : 0;
+    t.rope_kv_rope_pipe = setting == 2;
+    if (setting == 3) t.rope_pipeline = 2;
+    const detail::ScopedTuneOverride tune(t);
+    for (const KvShape& s : kv_shapes)
+      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
+        for (DType cache_dt : {DType::bf16, DType::e4m3}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "setting " << setting << " " << dtype_name(cache_dt) << " D=" << s.D << " rotary=" << s.rotary
+                       << (style == RopeStyle::neox ? " neox" : " gptj"));
+          KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 5);
+          b.pos.set_flat(0, 0.0);
+          plant_non_finite(b.q, rng);
+          plant_non_finite(b.k, rng);
+          plant_non_finite(b.v, rng);
+          KvBuffers want = b;
+          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), want.pos, want.q, want.k, want.v, want.cache,
+                                              style, want.slots, want.paged()));
+          TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(Backend::emulator), b.pos, b.q, b.k, b.v, b.cache,
+                                              style, b.slots, b.paged()));
+          const rotary::RopeLaunch l = rotary::last_launch();
+          EXPECT_EQ(l.k_half, setting == 1 || setting == 2);
+          if (setting == 3 && s.rotary == s.D && s.D % 8 == 0) {
+            EXPECT_TRUE(l.pipeline);
+          }
+          kv_paths.insert({l.k_half, l.pipeline});
+          expect_close(b.q, want.q, style, s.rotary, "q");
+          expect_close(b.k, want.k, style, s.rotary, "k");
+          // k's cache from k as the kernel stored it, v's from v: 16-bit bits copied, fp8 codes
+          // the reference's (a NaN code's sign unspecified), skipped tokens' rows unwritten.
+          ropetest::check_caches(b, s);
+        }
+  }
+  EXPECT_EQ(kv_paths.size(), 4u);
 }
 
 }  // namespace
