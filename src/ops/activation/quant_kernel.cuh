@@ -89,38 +89,40 @@ __device__ __forceinline__ void store_codes(uint8_t* dst, const uint8_t (&codes)
   }
 }
 
-// The group's scale (stored by its first lane) and this lane's codes, fp8 group rules.
+// The group's scale (stored by its first lane) and this lane's codes, fp8 group rules. One store
+// site per scale kind, NaN groups included (as quantize_fp4's): a warp holding a NaN group and a
+// finite one stores its scales in one request.
 template <bool kVec>
 __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (&y)[kQuantElems], float amax,
                                              uint8_t* q, void* scale_slot, bool writes_scale TEJAS_CALLER_PARAM) {
   uint8_t codes[kQuantElems];
-  if (amax != amax) {
-    for (int i = 0; i < kQuantElems; ++i) codes[i] = kE4m3NaN;
-    if (writes_scale) {
-      if (p.kind == QuantKind::fp8_f32)
-        ptx::st_global(static_cast<float*>(scale_slot), __uint_as_float(kF32QuietNaN) TEJAS_NESTED_SITE);
-      else  // a copy: no ODR-use on device
-        ptx::st_global(static_cast<uint8_t*>(scale_slot), uint8_t{kUe8m0NaN} TEJAS_NESTED_SITE);
-    }
+  const bool nan = amax != amax;
+  // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)). A NaN
+  // amax gives kFp8MinScale (fmaxf drops the NaN): inv stays finite; the NaN group's scale and
+  // codes are NaN below.
+  const float s = fmaxf(amax / kE4m3MaxF, kFp8MinScale);
+  // y * (1 / s): exact for ue8m0 scales, within ~1.5 f32 ulps of y / s for f32 scales
+  // (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15 tie window of the
+  // accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division per element is ~10
+  // instructions with a slow-path call.
+  float inv;
+  if (p.kind == QuantKind::fp8_ue8m0) {
+    const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
+    // 1 / 2^(code - 127) = 2^(127 - code) (quant's pow2f: the f32 bits), a normal number, since
+    // kFp8MinScale <= s <= (x's largest value) / 448 puts code in [85, 247]. NOTES: computed as
+    // 1.0f / ue8m0_to_f32(code), the same value took an f32 division (SASS sm_90a).
+    inv = quant_kernel::pow2f(num::kF32Bias - code);
+    // uint8_t{...}: a copy of kUe8m0NaN, no ODR-use on device
+    if (writes_scale)
+      ptx::st_global(static_cast<uint8_t*>(scale_slot), nan ? uint8_t{kUe8m0NaN} : code TEJAS_NESTED_SITE);
   } else {
-    // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)).
-    const float s = fmaxf(amax / kE4m3MaxF, kFp8MinScale);
-    // y * (1 / s): exact for ue8m0 scales, within ~1.5 f32 ulps of y / s for f32 scales
-    // (s >= kFp8MinScale ~ 2^-42: 1 / s is normal) - far inside the 2^-15 tie window of the
-    // accuracy rule (docs/kernels/silu_mul_quant.md). NOTES: an f32 division per element is ~10
-    // instructions with a slow-path call.
-    float inv;
-    if (p.kind == QuantKind::fp8_ue8m0) {
-      const uint8_t code = num::f32_to_ue8m0(s);  // rounds up: never saturates
-      // 1 / 2^(code - 127) = 2^(127 - code) (quant's pow2f: the f32 bits), a normal number, since
-      // kFp8MinScale <= s <= (x's largest value) / 448 puts code in [85, 247]. NOTES: computed as
-      // 1.0f / ue8m0_to_f32(code), the same value took an f32 division (SASS sm_90a).
-      inv = quant_kernel::pow2f(num::kF32Bias - code);
-      if (writes_scale) ptx::st_global(static_cast<uint8_t*>(scale_slot), code TEJAS_NESTED_SITE);
-    } else {
-      inv = 1.0f / s;
-      if (writes_scale) ptx::st_global(static_cast<float*>(scale_slot), s TEJAS_NESTED_SITE);
-    }
+    inv = 1.0f / s;
+    if (writes_scale)
+      ptx::st_global(static_cast<float*>(scale_slot), nan ? __uint_as_float(kF32QuietNaN) : s TEJAS_NESTED_SITE);
+  }
+  if (nan) {
+    for (int i = 0; i < kQuantElems; ++i) codes[i] = kE4m3NaN;
+  } else {
     for (int i = 0; i < kQuantElems; i += 2) {
       const uint16_t pair = num::f32x2_to_e4m3x2(y[i] * inv, y[i + 1] * inv);
       codes[i] = static_cast<uint8_t>(pair);

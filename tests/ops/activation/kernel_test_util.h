@@ -81,17 +81,20 @@ inline ::testing::AssertionResult matches_reference(const TensorView& got, const
 
 // Requests and sectors of the warp-wide accesses of one [T, chunks x vec_bytes] row walk where
 // 32 consecutive lanes take 32 consecutive chunks (the kernels' mapping when a row has >= 32
-// lanes): each request costs the 32-byte segments its active lanes span.
+// lanes): each request costs the 32-byte segments its active lanes span. `per_request`: the
+// chunks one warp request covers (32; fewer where only some lanes store, e.g. one scale per
+// quantization group).
 struct Traffic {
   uint64_t requests = 0, sectors = 0;
 };
-inline Traffic ideal_traffic(const void* base, int64_t T, int64_t row_stride_bytes, int64_t chunks, int vec_bytes) {
-  constexpr int64_t kSector = 32, kWarp = 32;
+inline Traffic ideal_traffic(const void* base, int64_t T, int64_t row_stride_bytes, int64_t chunks, int vec_bytes,
+                             int64_t per_request = 32) {
+  constexpr int64_t kSector = 32;
   Traffic tr;
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t c0 = 0; c0 < chunks; c0 += kWarp) {
+    for (int64_t c0 = 0; c0 < chunks; c0 += per_request) {
       const auto lo = static_cast<int64_t>(reinterpret_cast<uintptr_t>(base)) + t * row_stride_bytes + c0 * vec_bytes;
-      const int64_t hi = lo + std::min(kWarp, chunks - c0) * vec_bytes;
+      const int64_t hi = lo + std::min(per_request, chunks - c0) * vec_bytes;
       tr.requests += 1;
       tr.sectors += static_cast<uint64_t>((hi - 1) / kSector - lo / kSector + 1);
     }

@@ -82,6 +82,17 @@ void run_case(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOp
     const uint64_t ts_loads = k == Kind::nvfp4 ? got.global_load_requests - gate.requests - up.requests : 0;
     EXPECT_EQ(got.global_load_requests - ts_loads, gate.requests + up.requests);
     EXPECT_EQ(got.global_load_sectors - ts_loads, gate.sectors + up.sectors);  // tensor_scale: 1 sector each
+    // Stores: a lane's kQuantElems codes (8 bytes fp8, 4 fp4), 32 lanes per request; a warp's
+    // scales (one per group, from the group's first lane) in one request, 32 / lanes-per-group
+    // consecutive scales. Padded rows included: each request costs the sectors its bytes span.
+    const int64_t q_bytes = dtype_bytes(q_dtype(k), act::kQuantElems), s_bytes = dtype_bytes(scale_dtype(k), 1);
+    const int64_t groups = c.F / group_of(k), groups_per_warp = 32 * act::kQuantElems / group_of(k);
+    const auto codes =
+        acttest::ideal_traffic(m.q.data, c.T, m.q.stride[0] * dtype_bits(m.q.dtype) / 8, chunks, q_bytes);
+    const auto scales =
+        acttest::ideal_traffic(m.s.data, c.T, m.s.stride[0] * s_bytes, groups, s_bytes, groups_per_warp);
+    EXPECT_EQ(got.global_store_requests, codes.requests + scales.requests);
+    EXPECT_EQ(got.global_store_sectors, codes.sectors + scales.sectors);
   }
 }
 
