@@ -3,16 +3,20 @@
 // 32-byte sectors its bytes allow (emu::Counters::excess_*_sectors() == 0), unique bytes are
 // the compulsory traffic, and shared memory (where a kernel uses it) has no bank conflicts. Every
 // input dtype and scale kind of each op, and each kernel path (norm: warp or CTA per row, FP8
-// outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they arise: rope with an f32 cos/sin cache
-// (half-used sectors, reused from L1 by the next request: tests/ops/rope/test_rope_kernel.cpp)
-// and fp4 scale rows that start mid-sector (below). Values are random; correctness is the kernel
-// tests' business, this file pins the access pattern.
+// outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they arise: rope with an f32
+// cos/sin cache (half-used sectors, reused from L1 by the next request: tests/ops/rope/test_rope_kernel.cpp) and fp4
+// scale rows that start mid-sector (below). Values are random; correctness is the kernel tests' business, this file
+// pins the access pattern, and that it does not depend on the values (NaN and infinities planted:
+// NonFiniteValuesKeepTheAccessPattern).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/host_tensor.h"
@@ -477,6 +481,184 @@ TEST(SectorsAtIdeal, RopeF16AndGptjCacheWrite) {
                       .ok());
       expect_ideal("rope_kv_cache_write " + what, qk + bytes(v) + cos_rows + bytes(pos) + bytes(slots),
                    qk + 2 * bytes(k));
+    }
+  }
+}
+
+// Every global request and sector, and every shared-memory request and wavefront, of the
+// launches `call` makes (the emulator record of the last op call).
+struct Pattern {
+  uint64_t load_requests = 0, load_sectors = 0, store_requests = 0, store_sectors = 0;
+  uint64_t shared_requests = 0, shared_wavefronts = 0, bank_conflicts = 0;
+  bool operator==(const Pattern&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Pattern& p) {
+  return os << "loads " << p.load_requests << " requests / " << p.load_sectors << " sectors, stores "
+            << p.store_requests << " / " << p.store_sectors << ", shared " << p.shared_requests << " / "
+            << p.shared_wavefronts << " (" << p.bank_conflicts << " conflict wavefronts)";
+}
+Pattern pattern() {
+  Pattern p;
+  for (const emu::LaunchReport& r : detail::last_emulator_reports()) {
+    EXPECT_TRUE(r.ok()) << r.summary();
+    const emu::Counters& c = r.counters;
+    p.load_requests += c.global_load_requests;
+    p.load_sectors += c.global_load_sectors;
+    p.store_requests += c.global_store_requests;
+    p.store_sectors += c.global_store_sectors;
+    p.shared_requests += c.shared_requests;
+    p.shared_wavefronts += c.shared_wavefronts;
+    p.bank_conflicts += c.bank_conflict_wavefronts();
+  }
+  return p;
+}
+
+// NaN, +Inf and -Inf at `n` random elements of b (a 16-bit or f32 tensor).
+void plant_non_finite(Buf& b, check::Rng& rng, int n) {
+  constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
+  for (int i = 0; i < n; ++i) b.h.set_flat(rng.randint(0, b.h.numel() - 1), kValues[i % 3]);
+}
+
+// The access pattern does not depend on the values: each op's call on finite data, then again
+// after NaN, +Inf and -Inf are planted in its activations (NaN and infinite groups, rows and
+// blocks: NaN scales, NaN codes), issues the same requests touching the same sectors, and the
+// same shared-memory requests in the same wavefronts. A value-dependent store site (a NaN
+// group's scale stored from its own instruction) or a table read that conflicts at some codes
+// shows up here. The dequant ops read the quant ops' outputs, NaN codes and scales included.
+TEST(SectorsAtIdeal, NonFiniteValuesKeepTheAccessPattern) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});
+  Pattern finite;
+  // `call` on the current data, then on data with `n` non-finite values planted in each of `bufs`.
+  // shared_fixed false: shared-memory requests may grow (a documented second reduction), with
+  // the same bank conflicts (none); global traffic the same.
+  const auto same = [&](const std::string& what, std::initializer_list<Buf*> bufs, int n, auto&& call,
+                        bool shared_fixed = true) {
+    SCOPED_TRACE(what);
+    ASSERT_NO_FATAL_FAILURE(call());
+    finite = pattern();
+    EXPECT_GT(finite.load_requests + finite.store_requests, 0u);
+    for (Buf* b : bufs) plant_non_finite(*b, rng, n);
+    ASSERT_NO_FATAL_FAILURE(call());
+    Pattern got = pattern();
+    if (!shared_fixed) {
+      EXPECT_GE(got.shared_requests, finite.shared_requests);
+      got.shared_requests = finite.shared_requests;
+      got.shared_wavefronts = finite.shared_wavefronts;
+    }
+    EXPECT_EQ(got, finite);
+  };
+  for (DType xd : {DType::bf16, DType::f16}) {
+    const std::string at(dtype_name(xd));
+    {  // activations: T 3, F 2880 (gpt-oss) and 4096
+      for (int64_t F : {2880, 4096}) {
+        const std::string shape = at + " F=" + std::to_string(F);
+        constexpr int64_t T = 3;
+        Buf x = make(xd, {T, 2 * F}, rng), out = make(xd, {T, F}, rng);
+        same("silu_mul " + shape, {&x}, 12, [&] { ASSERT_TRUE(silu_mul(emulator(), x.v, out.v).ok()); });
+        if (F % 128 == 0)
+          for (DType sd : {DType::f32, DType::ue8m0}) {
+            x = make(xd, {T, 2 * F}, rng);
+            Buf q = make(DType::e4m3, {T, F}, rng), s = make(sd, {T, F / 128}, rng);
+            same("silu_mul_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), {&x}, 12,
+                 [&] { ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); });
+          }
+        for (MxFormat f : {MxFormat::mxfp4, MxFormat::nvfp4}) {
+          x = make(xd, {T, 2 * F}, rng);
+          const bool nv = f == MxFormat::nvfp4;
+          Buf q = make(DType::e2m1, {T, F}, rng),
+              s = make(nv ? DType::e4m3 : DType::ue8m0, {T, F / (nv ? 16 : 32)}, rng);
+          Buf ts = make(DType::f32, {1}, rng);
+          *static_cast<float*>(ts.v.data) = 0.5f;
+          same(std::string("silu_mul_quant_mx ") + (nv ? "nvfp4 " : "mxfp4 ") + shape, {&x}, 12,
+               [&] { ASSERT_TRUE(silu_mul_quant_mx(emulator(), f, x.v, q.v, s.v, nv ? ts.v : TensorView{}).ok()); });
+        }
+      }
+    }
+    {  // quantization and its dequant: M 17, K 4096 (nvfp4 on version 7's clean table)
+      constexpr int64_t M = 17, K = 4096;
+      for (DType sd : {DType::f32, DType::ue8m0}) {
+        Buf x = make(xd, {M, K}, rng), out = make(xd, {M, K}, rng);
+        Buf q = make(DType::e4m3, {M, K}, rng), s = make(sd, {M, K / 128}, rng);
+        const std::string what = at + " " + std::string(dtype_name(sd));
+        same("quant_fp8_group " + what, {&x}, 40,
+             [&] { ASSERT_TRUE(quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); });
+        same("dequant_fp8_group " + what, {}, 0,
+             [&] { ASSERT_TRUE(dequant_fp8_group(emulator(), q.v, s.v, out.v).ok()); });
+      }
+      for (MxFormat f : {MxFormat::mxfp8, MxFormat::mxfp4, MxFormat::nvfp4}) {
+        const bool nv = f == MxFormat::nvfp4;
+        const int64_t group = nv ? 16 : 32;
+        Buf x = make(xd, {M, K}, rng), out = make(xd, {M, K}, rng);
+        Buf q = make(f == MxFormat::mxfp8 ? DType::e4m3 : DType::e2m1, {M, K}, rng);
+        Buf s = make(nv ? DType::e4m3 : DType::ue8m0, {M, K / group}, rng), ts = make(DType::f32, {1}, rng);
+        *static_cast<float*>(ts.v.data) = 0.5f;
+        const TensorView tsv = nv ? ts.v : TensorView{};
+        const std::string what = std::string(f == MxFormat::mxfp8 ? "mxfp8 " : nv ? "nvfp4 " : "mxfp4 ") + at;
+        same("quant_mx " + what, {&x}, 40, [&] { ASSERT_TRUE(quant_mx(emulator(), f, x.v, q.v, s.v, tsv).ok()); });
+        if (nv) {
+          EXPECT_GT(finite.shared_requests, 0u) << "nvfp4 " << at << ": not on the clean table";
+        }
+        same("dequant_mx " + what, {}, 0, [&] { ASSERT_TRUE(dequant_mx(emulator(), f, q.v, s.v, tsv, out.v).ok()); });
+      }
+    }
+    // The norm family: a CTA per row (T 3, H 4096), the CTA-row pipeline (T 7, H 4096) and the
+    // warp-row one (T 29, H 1024); NaN and infinite rows.
+    for (const auto& [T, H] : {std::pair<int64_t, int64_t>{3, 4096}, {7, 4096}, {29, 1024}}) {
+      const std::string shape = at + " T=" + std::to_string(T) + " H=" + std::to_string(H);
+      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng), out = make(xd, {T, H}, rng);
+      Buf q = make(DType::e4m3, {T, H}, rng), dyn = make(DType::f32, {T}, rng);
+      same("rms_norm " + shape, {&x}, 4, [&] { ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok()); });
+      x = make(xd, {T, H}, rng);
+      // A CTA per row (T 3) runs norm.fp8_one_reduction's kernel: a row whose |x w| overflows f32
+      // (an infinite x, no NaN) reduces its amax a second time (its fallback, kernel.cuh), more
+      // shared-memory requests. The pipelined kernels (T 7, 29) do not.
+      same(
+          "rms_norm fp8 dynamic " + shape, {&x}, 4,
+          [&] {
+            ASSERT_TRUE(
+                rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+            EXPECT_EQ(norm::last_config().fp8_one_reduction, T == 3);
+          },
+          T != 3);
+      for (DType sd : {DType::f32, DType::ue8m0}) {
+        x = make(xd, {T, H}, rng);
+        res = make(xd, {T, H}, rng);
+        Buf s = make(sd, {T, H / 128}, rng);
+        same("fused_add_rms_norm_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), {&x, &res}, 4, [&] {
+          ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s.v).ok());
+        });
+      }
+    }
+    {  // the rope family (Llama-8B heads; e4m3 caches: the stores' midpoint tests)
+      constexpr int64_t T = 3, Hq = 32, Hk = 8, D = 128, kMaxPos = 64, kBlocks = 4, kPage = 16;
+      Buf pos = make(DType::i64, {T}, rng), cache = make(xd, {kMaxPos, D}, rng), slots = make(DType::i64, {T}, rng);
+      for (int64_t t = 0; t < T; ++t) {
+        static_cast<int64_t*>(pos.v.data)[t] = 5 * t + 1;
+        static_cast<int64_t*>(slots.v.data)[t] = 17 * t + 3;
+      }
+      Buf q = make(xd, {T, Hq, D}, rng), k = make(xd, {T, Hk, D}, rng), v = make(xd, {T, Hk, D}, rng);
+      Buf kc = make(DType::e4m3, {kBlocks, kPage, Hk, D}, rng), vc = make(DType::e4m3, {kBlocks, kPage, Hk, D}, rng);
+      Buf ks = make(DType::f32, {1}, rng), vs = make(DType::f32, {1}, rng);
+      *static_cast<float*>(ks.v.data) = 0.05f;
+      *static_cast<float*>(vs.v.data) = 0.02f;
+      const PagedKvCache pc{kc.v, vc.v, ks.v, vs.v};
+      for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
+        const std::string what = at + (style == RopeStyle::neox ? " neox" : " gptj");
+        same("rope " + what, {&q, &k}, 20,
+             [&] { ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, style).ok()); });
+        same("rope_kv_cache_write e4m3 " + what, {&q, &k, &v}, 20, [&] {
+          ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, style, slots.v, pc).ok());
+        });
+      }
+      for (int pipeline : {1, 3}) {  // kv_write_kernel and kv_pipe_kernel
+        detail::Tune kv;
+        kv.rope_pipeline = pipeline;
+        const detail::ScopedTuneOverride override_kv(kv);
+        same("kv_cache_write e4m3 " + at + " rope.pipeline=" + std::to_string(pipeline), {&k, &v}, 20,
+             [&] { ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok()); });
+      }
     }
   }
 }
