@@ -6,8 +6,8 @@
 // outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they arise: rope with an f32
 // cos/sin cache (half-used sectors, reused from L1 by the next request: tests/ops/rope/test_rope_kernel.cpp) and fp4
 // scale rows that start mid-sector (below). Values are random; correctness is the kernel tests' business, this file
-// pins the access pattern, and that it does not depend on the values (NaN and infinities planted:
-// NonFiniteValuesKeepTheAccessPattern).
+// pins the access pattern, and that it does not depend on the values (zeros, subnormals, NaN and
+// infinities planted: HostileValuesKeepTheAccessPattern).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -513,6 +513,23 @@ Pattern pattern() {
   return p;
 }
 
+// Zeros and subnormals in b (a 16-bit or f32 tensor): a random run of 128 elements (a
+// quantization group of every kind, a head row) set to +0, another to the dtype's smallest
+// subnormal with random signs, and `n` scattered subnormals.
+void plant_tiny(Buf& b, check::Rng& rng, int n) {
+  const DType dt = b.h.dtype();
+  const double tiny = std::ldexp(1.0, dt == DType::bf16 ? -133 : dt == DType::f16 ? -24 : -149);
+  const int64_t runs = b.h.numel() / 128;
+  const auto run = [&](double value) {
+    const int64_t r = runs > 0 ? rng.randint(0, runs - 1) : 0;
+    for (int64_t i = r * 128; i < std::min(b.h.numel(), (r + 1) * 128); ++i)
+      b.h.set_flat(i, value == 0.0 ? 0.0 : (rng.randint(0, 1) != 0 ? value : -value));
+  };
+  run(0.0);
+  run(tiny);
+  for (int i = 0; i < n; ++i) b.h.set_flat(rng.randint(0, b.h.numel() - 1), tiny);
+}
+
 // NaN, +Inf and -Inf at `n` random elements of b (a 16-bit or f32 tensor).
 void plant_non_finite(Buf& b, check::Rng& rng, int n) {
   constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
@@ -520,17 +537,20 @@ void plant_non_finite(Buf& b, check::Rng& rng, int n) {
   for (int i = 0; i < n; ++i) b.h.set_flat(rng.randint(0, b.h.numel() - 1), kValues[i % 3]);
 }
 
-// The access pattern does not depend on the values: each op's call on finite data, then again
-// after NaN, +Inf and -Inf are planted in its activations (NaN and infinite groups, rows and
-// blocks: NaN scales, NaN codes), issues the same requests touching the same sectors, and the
-// same shared-memory requests in the same wavefronts. A value-dependent store site (a NaN
-// group's scale stored from its own instruction) or a table read that conflicts at some codes
-// shows up here. The dequant ops read the quant ops' outputs, NaN codes and scales included.
-TEST(SectorsAtIdeal, NonFiniteValuesKeepTheAccessPattern) {
+// The access pattern does not depend on the values: each op's call on random normal data, then
+// again after zeros and subnormals are planted in its activations (zero groups: nvfp4's block
+// scale 0, the smallest ue8m0 scales), then after NaN, +Inf and -Inf are planted too (NaN and
+// infinite groups, rows and blocks: NaN scales, NaN codes), issues the same requests touching
+// the same sectors, and the same shared-memory requests in the same wavefronts. A
+// value-dependent store site (a NaN group's scale stored from its own instruction) or a table
+// read that conflicts at some codes shows up here. The dequant ops read the quant ops' outputs
+// (NaN codes and scales included).
+TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
   Pattern finite;
-  // `call` on the current data, then on data with `n` non-finite values planted in each of `bufs`.
+  // `call` on the current data, then with zeros and subnormals planted in each of `bufs`, then
+  // with `n` non-finite values planted as well (no planting: `call` three times as it is).
   // shared_fixed false: shared-memory requests may grow (a documented second reduction), with
   // the same bank conflicts (none); global traffic the same.
   const auto same = [&](const std::string& what, std::initializer_list<Buf*> bufs, int n, auto&& call,
@@ -539,15 +559,18 @@ TEST(SectorsAtIdeal, NonFiniteValuesKeepTheAccessPattern) {
     ASSERT_NO_FATAL_FAILURE(call());
     finite = pattern();
     EXPECT_GT(finite.load_requests + finite.store_requests, 0u);
-    for (Buf* b : bufs) plant_non_finite(*b, rng, n);
-    ASSERT_NO_FATAL_FAILURE(call());
-    Pattern got = pattern();
-    if (!shared_fixed) {
-      EXPECT_GE(got.shared_requests, finite.shared_requests);
-      got.shared_requests = finite.shared_requests;
-      got.shared_wavefronts = finite.shared_wavefronts;
+    for (const char* planted : {"zeros and subnormals", "non-finite values"}) {
+      SCOPED_TRACE(planted);
+      for (Buf* b : bufs) (planted[0] == 'z' ? plant_tiny : plant_non_finite)(*b, rng, n);
+      ASSERT_NO_FATAL_FAILURE(call());
+      Pattern got = pattern();
+      if (!shared_fixed) {
+        EXPECT_GE(got.shared_requests, finite.shared_requests);
+        got.shared_requests = finite.shared_requests;
+        got.shared_wavefronts = finite.shared_wavefronts;
+      }
+      EXPECT_EQ(got, finite);
     }
-    EXPECT_EQ(got, finite);
   };
   for (DType xd : {DType::bf16, DType::f16}) {
     const std::string at(dtype_name(xd));
