@@ -485,6 +485,72 @@ TEST(SectorsAtIdeal, RopeF16AndGptjCacheWrite) {
   }
 }
 
+// Shapes off the production grid (rows that are not whole sectors: H or F = 4100 at 8-byte
+// vectors, 1003 at one element, 4104 at 16 bytes with rows starting mid-sector, 36; rope heads of
+// 72, 40 and 10 elements in gptj style): the lanes of a request still read or write consecutive
+// bytes, only starting mid-sector, so the whole call touches at most one sector per request more
+// than the bytes need (excess_*_sectors <= requests; a strided lane order costs several per
+// request), and unique bytes stay compulsory. The norm family on its CTA-per-row kernels (T 4)
+// and the pipelined ones (T 9), bf16 and f32; quant_fp8_group and quant_mx at 33 groups of 128.
+// Neox rope at such head dims is outside the bound: a request reads one half of several head
+// rows, runs apart by the other half (docs/kernels/rope.md, "Head dims off the sector grid").
+TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
+  TEJAS_SEEDED_TEST_RNG();
+  const detail::ScopedTuneOverride defaults(detail::Tune{});
+  const auto coalesced = [](const std::string& what, uint64_t read, uint64_t written) {
+    uint64_t load_requests = 0, store_requests = 0;
+    for (const emu::LaunchReport& r : detail::last_emulator_reports()) {
+      load_requests += r.counters.global_load_requests;
+      store_requests += r.counters.global_store_requests;
+    }
+    const Totals t = totals();
+    EXPECT_GT(load_requests, 0u) << what;
+    EXPECT_LE(t.excess_load, load_requests) << what;
+    EXPECT_LE(t.excess_store, store_requests) << what;
+    EXPECT_EQ(t.read, read) << what;
+    EXPECT_EQ(t.written, written) << what;
+    EXPECT_EQ(t.bank_conflicts, 0u) << what;
+  };
+  for (DType xd : {DType::bf16, DType::f32})
+    for (int64_t H : {4100, 1003, 4104, 36})
+      for (int64_t T : {4, 9}) {
+        const std::string at = std::string(dtype_name(xd)) + " H=" + std::to_string(H) + " T=" + std::to_string(T);
+        Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng), out = make(xd, {T, H}, rng);
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+        coalesced("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
+        ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
+        coalesced("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
+        Buf q = make(DType::e4m3, {T, H}, rng), dyn = make(DType::f32, {T}, rng);
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+        coalesced("rms_norm fp8 dynamic " + at, bytes(x) + bytes(w), bytes(q) + bytes(dyn));
+        if (xd == DType::f32) continue;
+        Buf g = make(xd, {T, 2 * H}, rng);
+        ASSERT_TRUE(silu_mul(emulator(), g.v, out.v).ok());
+        coalesced("silu_mul " + at, bytes(g), bytes(out));
+        ASSERT_TRUE(gelu_tanh_mul(emulator(), g.v, out.v).ok());
+        coalesced("gelu_tanh_mul " + at, bytes(g), bytes(out));
+      }
+  for (int64_t M : {3, 7}) {
+    constexpr int64_t K = 128 * 33;
+    const std::string at = "M=" + std::to_string(M);
+    Buf x = make(DType::bf16, {M, K}, rng), q = make(DType::e4m3, {M, K}, rng), s = make(DType::f32, {M, K / 128}, rng);
+    ASSERT_TRUE(quant_fp8_group(emulator(), x.v, q.v, s.v).ok());
+    coalesced("quant_fp8_group " + at, bytes(x), bytes(q) + bytes(s));
+    Buf q4 = make(DType::e2m1, {M, K}, rng), s4 = make(DType::ue8m0, {M, K / 32}, rng);
+    ASSERT_TRUE(quant_mx(emulator(), MxFormat::mxfp4, x.v, q4.v, s4.v).ok());
+    coalesced("quant_mx mxfp4 " + at, bytes(x), bytes(q4) + bytes(s4));
+  }
+  for (int64_t D : {72, 40, 10}) {
+    constexpr int64_t T = 5, Hq = 3, Hk = 2, kMaxPos = 16;
+    const std::string at = "gptj D=" + std::to_string(D);
+    Buf pos = make(DType::i64, {T}, rng), cache = make(DType::bf16, {kMaxPos, D}, rng);
+    for (int64_t t = 0; t < T; ++t) static_cast<int64_t*>(pos.v.data)[t] = 3 * t + 1;  // distinct rows
+    Buf q = make(DType::bf16, {T, Hq, D}, rng), k = make(DType::bf16, {T, Hk, D}, rng);
+    ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, RopeStyle::gptj).ok());
+    coalesced("rope " + at, bytes(q) + bytes(k) + bytes(pos) + T * D * 2, bytes(q) + bytes(k));
+  }
+}
+
 // Every global request and sector, and every shared-memory request and wavefront, of the
 // launches `call` makes (the emulator record of the last op call).
 struct Pattern {
