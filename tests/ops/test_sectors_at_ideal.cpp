@@ -490,8 +490,9 @@ TEST(SectorsAtIdeal, RopeF16AndGptjCacheWrite) {
 // 72, 40 and 10 elements in gptj style): the lanes of a request still read or write consecutive
 // bytes, only starting mid-sector, so the whole call touches at most one sector per request more
 // than the bytes need (excess_*_sectors <= requests; a strided lane order costs several per
-// request), and unique bytes stay compulsory. The norm family on its CTA-per-row kernels (T 4)
-// and the pipelined ones (T 9), bf16 and f32; quant_fp8_group and quant_mx at 33 groups of 128.
+// request), and unique bytes stay compulsory. The norm family on its CTA-per-row kernels (T 4;
+// H 36: a warp per row) and at T 9 on the pipelined ones where a row is whole 16-byte vectors
+// (H 4104 bf16; asserted), bf16 and f32; quant_fp8_group and quant_mx at 33 groups of 128.
 // Neox rope at such head dims is outside the bound: a request reads one half of several head
 // rows, runs apart by the other half (docs/kernels/rope.md, "Head dims off the sector grid").
 TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
@@ -517,6 +518,7 @@ TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
         const std::string at = std::string(dtype_name(xd)) + " H=" + std::to_string(H) + " T=" + std::to_string(T);
         Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng), out = make(xd, {T, H}, rng);
         ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+        EXPECT_EQ(norm::last_config().pipeline_stages > 0, T == 9 && H == 4104 && xd == DType::bf16) << at;
         coalesced("rms_norm " + at, bytes(x) + bytes(w), bytes(out));
         ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok());
         coalesced("fused_add_rms_norm " + at, 2 * bytes(x) + bytes(w), bytes(res) + bytes(out));
