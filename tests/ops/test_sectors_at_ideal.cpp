@@ -3,11 +3,13 @@
 // 32-byte sectors its bytes allow (emu::Counters::excess_*_sectors() == 0), unique bytes are
 // the compulsory traffic, and shared memory (where a kernel uses it) has no bank conflicts. Every
 // input dtype and scale kind of each op, and each kernel path (norm: warp or CTA per row, FP8
-// outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they arise: rope with an f32
-// cos/sin cache (half-used sectors, reused from L1 by the next request: tests/ops/rope/test_rope_kernel.cpp) and fp4
-// scale rows that start mid-sector (below). Values are random; correctness is the kernel tests' business, this file
-// pins the access pattern, and that it does not depend on the values (zeros, subnormals, NaN and
-// infinities planted: HostileValuesKeepTheAccessPattern).
+// outputs, fp8-group maxima through shared memory at vec 1 / 2). Exceptions, pinned where they
+// arise: rope with an f32 cos/sin cache (half-used sectors, reused from L1 by the next request:
+// tests/ops/rope/test_rope_kernel.cpp) and fp4 scale rows that start mid-sector (below). Values
+// are random; correctness is the kernel tests' business, this file pins the access pattern; that
+// it does not depend on the values (zeros, subnormals, NaN and infinities planted:
+// HostileValuesKeepTheAccessPattern); and, off the production shapes, rows that start mid-sector
+// at most one sector per request over the ideal (OddShapesStayCoalesced).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "ops/quant/launch_plan.h"
 #include "ops/rope/plan.h"
 #include "runtime/tune.h"
+#include "support/plant.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
 #include "tejas/norm.h"
@@ -64,20 +67,27 @@ ExecContext emulator() {
 
 struct Totals {
   uint64_t excess_load = 0, excess_store = 0, read = 0, written = 0, prefetches = 0, bank_conflicts = 0;
-  uint64_t shared_requests = 0;
+  uint64_t load_requests = 0, load_sectors = 0, store_requests = 0, store_sectors = 0;
+  uint64_t shared_requests = 0, shared_wavefronts = 0;
 };
 
 Totals totals() {
   Totals t;
   for (const emu::LaunchReport& r : detail::last_emulator_reports()) {
     EXPECT_TRUE(r.ok()) << r.summary();
-    t.excess_load += r.counters.excess_load_sectors();
-    t.excess_store += r.counters.excess_store_sectors();
-    t.read += r.counters.global_bytes_read_unique;
-    t.written += r.counters.global_bytes_written_unique;
-    t.prefetches += r.counters.global_prefetches;
-    t.bank_conflicts += r.counters.bank_conflict_wavefronts();
-    t.shared_requests += r.counters.shared_requests;
+    const emu::Counters& c = r.counters;
+    t.excess_load += c.excess_load_sectors();
+    t.excess_store += c.excess_store_sectors();
+    t.read += c.global_bytes_read_unique;
+    t.written += c.global_bytes_written_unique;
+    t.prefetches += c.global_prefetches;
+    t.bank_conflicts += c.bank_conflict_wavefronts();
+    t.load_requests += c.global_load_requests;
+    t.load_sectors += c.global_load_sectors;
+    t.store_requests += c.global_store_requests;
+    t.store_sectors += c.global_store_sectors;
+    t.shared_requests += c.shared_requests;
+    t.shared_wavefronts += c.shared_wavefronts;
   }
   return t;
 }
@@ -492,22 +502,19 @@ TEST(SectorsAtIdeal, RopeF16AndGptjCacheWrite) {
 // than the bytes need (excess_*_sectors <= requests; a strided lane order costs several per
 // request), and unique bytes stay compulsory. The norm family on its CTA-per-row kernels (T 4;
 // H 36: a warp per row) and at T 9 on the pipelined ones where a row is whole 16-byte vectors
-// (H 4104 bf16; asserted), bf16 and f32; quant_fp8_group and quant_mx at 33 groups of 128.
-// Neox rope at such head dims is outside the bound: a request reads one half of several head
-// rows, runs apart by the other half (docs/kernels/rope.md, "Head dims off the sector grid").
+// (H 4104 bf16; asserted), bf16 and f32 (f32 at H 4104: x rows on the grid, fp8 rows not);
+// quant_fp8_group and quant_mx at 33 groups of 128 (x and code rows on the grid, scale rows
+// not). Neox rope at such head dims keeps only its unique bytes here: a request reads one half
+// of several head rows, runs apart by the other half (docs/kernels/rope.md, "Head dims off the
+// sector grid").
 TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
   const auto coalesced = [](const std::string& what, uint64_t read, uint64_t written) {
-    uint64_t load_requests = 0, store_requests = 0;
-    for (const emu::LaunchReport& r : detail::last_emulator_reports()) {
-      load_requests += r.counters.global_load_requests;
-      store_requests += r.counters.global_store_requests;
-    }
     const Totals t = totals();
-    EXPECT_GT(load_requests, 0u) << what;
-    EXPECT_LE(t.excess_load, load_requests) << what;
-    EXPECT_LE(t.excess_store, store_requests) << what;
+    EXPECT_GT(t.load_requests, 0u) << what;
+    EXPECT_LE(t.excess_load, t.load_requests) << what;
+    EXPECT_LE(t.excess_store, t.store_requests) << what;
     EXPECT_EQ(t.read, read) << what;
     EXPECT_EQ(t.written, written) << what;
     EXPECT_EQ(t.bank_conflicts, 0u) << what;
@@ -544,17 +551,23 @@ TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
   }
   for (int64_t D : {72, 40, 10}) {
     constexpr int64_t T = 5, Hq = 3, Hk = 2, kMaxPos = 16;
-    const std::string at = "gptj D=" + std::to_string(D);
     Buf pos = make(DType::i64, {T}, rng), cache = make(DType::bf16, {kMaxPos, D}, rng);
     for (int64_t t = 0; t < T; ++t) static_cast<int64_t*>(pos.v.data)[t] = 3 * t + 1;  // distinct rows
     Buf q = make(DType::bf16, {T, Hq, D}, rng), k = make(DType::bf16, {T, Hk, D}, rng);
+    const uint64_t read = bytes(q) + bytes(k) + bytes(pos) + T * D * 2, written = bytes(q) + bytes(k);
     ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, RopeStyle::gptj).ok());
-    coalesced("rope " + at, bytes(q) + bytes(k) + bytes(pos) + T * D * 2, bytes(q) + bytes(k));
+    coalesced("rope gptj D=" + std::to_string(D), read, written);
+    // Neox: unique bytes and shared memory only (its half-row runs are outside the bound).
+    ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, RopeStyle::neox).ok());
+    const Totals t = totals();
+    EXPECT_EQ(t.read, read) << "rope neox D=" << D;
+    EXPECT_EQ(t.written, written) << "rope neox D=" << D;
+    EXPECT_EQ(t.bank_conflicts, 0u) << "rope neox D=" << D;
   }
 }
 
-// Every global request and sector, and every shared-memory request and wavefront, of the
-// launches `call` makes (the emulator record of the last op call).
+// The access pattern of the last op call (totals()): global requests and sectors, shared-memory
+// requests and wavefronts, bank conflicts.
 struct Pattern {
   uint64_t load_requests = 0, load_sectors = 0, store_requests = 0, store_sectors = 0;
   uint64_t shared_requests = 0, shared_wavefronts = 0, bank_conflicts = 0;
@@ -566,170 +579,184 @@ std::ostream& operator<<(std::ostream& os, const Pattern& p) {
             << p.shared_wavefronts << " (" << p.bank_conflicts << " conflict wavefronts)";
 }
 Pattern pattern() {
-  Pattern p;
-  for (const emu::LaunchReport& r : detail::last_emulator_reports()) {
-    EXPECT_TRUE(r.ok()) << r.summary();
-    const emu::Counters& c = r.counters;
-    p.load_requests += c.global_load_requests;
-    p.load_sectors += c.global_load_sectors;
-    p.store_requests += c.global_store_requests;
-    p.store_sectors += c.global_store_sectors;
-    p.shared_requests += c.shared_requests;
-    p.shared_wavefronts += c.shared_wavefronts;
-    p.bank_conflicts += c.bank_conflict_wavefronts();
-  }
-  return p;
+  const Totals t = totals();
+  return Pattern{t.load_requests,   t.load_sectors,      t.store_requests, t.store_sectors,
+                 t.shared_requests, t.shared_wavefronts, t.bank_conflicts};
 }
 
-// Zeros and subnormals in b (a 16-bit or f32 tensor): a random run of 128 elements (a
-// quantization group of every kind, a head row) set to +0, another to the dtype's smallest
-// subnormal with random signs, and `n` scattered subnormals.
-void plant_tiny(Buf& b, check::Rng& rng, int n) {
-  const DType dt = b.h.dtype();
-  const double tiny = std::ldexp(1.0, dt == DType::bf16 ? -133 : dt == DType::f16 ? -24 : -149);
-  const int64_t runs = b.h.numel() / 128;
-  const auto run = [&](double value) {
-    const int64_t r = runs > 0 ? rng.randint(0, runs - 1) : 0;
-    for (int64_t i = r * 128; i < std::min(b.h.numel(), (r + 1) * 128); ++i)
-      b.h.set_flat(i, value == 0.0 ? 0.0 : (rng.randint(0, 1) != 0 ? value : -value));
-  };
-  run(0.0);
-  run(tiny);
-  for (int i = 0; i < n; ++i) b.h.set_flat(rng.randint(0, b.h.numel() - 1), tiny);
-}
-
-// NaN, +Inf and -Inf at `n` random elements of b (a 16-bit or f32 tensor).
-void plant_non_finite(Buf& b, check::Rng& rng, int n) {
-  constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                                -std::numeric_limits<double>::infinity()};
-  for (int i = 0; i < n; ++i) b.h.set_flat(rng.randint(0, b.h.numel() - 1), kValues[i % 3]);
-}
-
-// The access pattern does not depend on the values: each op's call on random normal data, then
+// The access pattern does not depend on the values: each op's call on random normal data, and
 // again after zeros and subnormals are planted in its activations (zero groups: nvfp4's block
-// scale 0, the smallest ue8m0 scales), then after NaN, +Inf and -Inf are planted too (NaN and
-// infinite groups, rows and blocks: NaN scales, NaN codes), issues the same requests touching
-// the same sectors, and the same shared-memory requests in the same wavefronts. A
+// scale 0, the smallest ue8m0 scales), and, from fresh data, after NaN, +Inf and -Inf are planted
+// (NaN and infinite groups, rows and blocks: NaN scales, NaN codes), issues the same requests
+// touching the same sectors, and the same shared-memory requests in the same wavefronts. A
 // value-dependent store site (a NaN group's scale stored from its own instruction) or a table
-// read that conflicts at some codes shows up here. The dequant ops read the quant ops' outputs
-// (NaN codes and scales included).
+// read that conflicts at some codes shows up here. Covered: silu_mul, gelu_tanh_mul and their
+// fused fp8-group, mxfp4 and nvfp4 quantization; quant_fp8_group and quant_mx (mxfp8, mxfp4,
+// nvfp4 on the clean table), and each dequant on those quant outputs (hostile codes and scales);
+// rms_norm (x's dtype, fp8 dynamic and static), fused_add_rms_norm and its fp8-group fusion on a
+// CTA per row, the CTA-row pipeline and the warp-row pipeline; rope and rope_kv_cache_write
+// (both styles, e4m3 caches), mrope, kv_cache_write on kv_write_kernel and kv_pipe_kernel; bf16
+// and f16. One exception, pinned below: norm.fp8_one_reduction's second amax reduction.
 TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
-  Pattern finite;
-  // `call` on the current data, then with zeros and subnormals planted in each of `bufs`, then
-  // with `n` non-finite values planted as well (no planting: `call` three times as it is).
-  // shared_fixed false: shared-memory requests may grow (a documented second reduction), with
-  // the same bank conflicts (none); global traffic the same.
-  const auto same = [&](const std::string& what, std::initializer_list<Buf*> bufs, int n, auto&& call,
-                        bool shared_fixed = true) {
+  struct Planting {
+    const char* what;
+    void (*plant)(HostTensor&, check::Rng&, int64_t);
+  };
+  const Planting plantings[] = {{"zeros and subnormals", testsupport::plant_tiny},
+                                {"non-finite values", testsupport::plant_non_finite}};
+  // For each planting: `fresh()` (new random inputs), `call`, then `n` values planted in each of
+  // `bufs` and `call` again: the same pattern.
+  const auto same = [&](const std::string& what, auto&& fresh, std::initializer_list<Buf*> bufs, int64_t n,
+                        auto&& call) {
     SCOPED_TRACE(what);
-    ASSERT_NO_FATAL_FAILURE(call());
-    finite = pattern();
-    EXPECT_GT(finite.load_requests + finite.store_requests, 0u);
-    for (const char* planted : {"zeros and subnormals", "non-finite values"}) {
-      SCOPED_TRACE(planted);
-      for (Buf* b : bufs) (planted[0] == 'z' ? plant_tiny : plant_non_finite)(*b, rng, n);
+    for (const Planting& planting : plantings) {
+      SCOPED_TRACE(planting.what);
+      fresh();
       ASSERT_NO_FATAL_FAILURE(call());
-      Pattern got = pattern();
-      if (!shared_fixed) {
-        EXPECT_GE(got.shared_requests, finite.shared_requests);
-        got.shared_requests = finite.shared_requests;
-        got.shared_wavefronts = finite.shared_wavefronts;
-      }
-      EXPECT_EQ(got, finite);
+      const Pattern random = pattern();
+      EXPECT_GT(random.load_requests, 0u);
+      for (Buf* b : bufs) planting.plant(b->h, rng, n);
+      ASSERT_NO_FATAL_FAILURE(call());
+      EXPECT_EQ(pattern(), random);
     }
   };
   for (DType xd : {DType::bf16, DType::f16}) {
     const std::string at(dtype_name(xd));
-    {  // activations: T 3, F 2880 (gpt-oss) and 4096
-      for (int64_t F : {2880, 4096}) {
-        const std::string shape = at + " F=" + std::to_string(F);
-        constexpr int64_t T = 3;
-        Buf x = make(xd, {T, 2 * F}, rng), out = make(xd, {T, F}, rng);
-        same("silu_mul " + shape, {&x}, 12, [&] { ASSERT_TRUE(silu_mul(emulator(), x.v, out.v).ok()); });
-        if (F % 128 == 0)
-          for (DType sd : {DType::f32, DType::ue8m0}) {
-            x = make(xd, {T, 2 * F}, rng);
-            Buf q = make(DType::e4m3, {T, F}, rng), s = make(sd, {T, F / 128}, rng);
-            same("silu_mul_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), {&x}, 12,
-                 [&] { ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); });
-          }
-        for (MxFormat f : {MxFormat::mxfp4, MxFormat::nvfp4}) {
-          x = make(xd, {T, 2 * F}, rng);
-          const bool nv = f == MxFormat::nvfp4;
-          Buf q = make(DType::e2m1, {T, F}, rng),
-              s = make(nv ? DType::e4m3 : DType::ue8m0, {T, F / (nv ? 16 : 32)}, rng);
-          Buf ts = make(DType::f32, {1}, rng);
-          *static_cast<float*>(ts.v.data) = 0.5f;
-          same(std::string("silu_mul_quant_mx ") + (nv ? "nvfp4 " : "mxfp4 ") + shape, {&x}, 12,
-               [&] { ASSERT_TRUE(silu_mul_quant_mx(emulator(), f, x.v, q.v, s.v, nv ? ts.v : TensorView{}).ok()); });
+    for (int64_t F : {2880, 4096}) {  // activations: T 3, gpt-oss and 4096
+      const std::string shape = at + " F=" + std::to_string(F);
+      constexpr int64_t T = 3;
+      Buf x, out = make(xd, {T, F}, rng);
+      const auto fresh = [&] { x = make(xd, {T, 2 * F}, rng); };
+      same("silu_mul " + shape, fresh, {&x}, 12, [&] { ASSERT_TRUE(silu_mul(emulator(), x.v, out.v).ok()); });
+      same("gelu_tanh_mul " + shape, fresh, {&x}, 12, [&] { ASSERT_TRUE(gelu_tanh_mul(emulator(), x.v, out.v).ok()); });
+      if (F % 128 == 0)
+        for (DType sd : {DType::f32, DType::ue8m0}) {
+          Buf q = make(DType::e4m3, {T, F}, rng), s = make(sd, {T, F / 128}, rng);
+          same("silu_mul_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), fresh, {&x}, 12,
+               [&] { ASSERT_TRUE(silu_mul_quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); });
         }
+      for (MxFormat f : {MxFormat::mxfp4, MxFormat::nvfp4}) {
+        const bool nv = f == MxFormat::nvfp4;
+        Buf q = make(DType::e2m1, {T, F}, rng), s = make(nv ? DType::e4m3 : DType::ue8m0, {T, F / (nv ? 16 : 32)}, rng);
+        Buf ts = make(DType::f32, {1}, rng);
+        *static_cast<float*>(ts.v.data) = 0.5f;
+        same(std::string("silu_mul_quant_mx ") + (nv ? "nvfp4 " : "mxfp4 ") + shape, fresh, {&x}, 12,
+             [&] { ASSERT_TRUE(silu_mul_quant_mx(emulator(), f, x.v, q.v, s.v, nv ? ts.v : TensorView{}).ok()); });
       }
     }
-    {  // quantization and its dequant: M 17, K 4096 (nvfp4 on version 7's clean table)
+    {  // quantization, and its dequant on the codes and scales just made: M 17, K 4096 (nvfp4 on
+       // version 7's clean table)
       constexpr int64_t M = 17, K = 4096;
+      Buf x, out = make(xd, {M, K}, rng);
+      const auto fresh = [&] { x = make(xd, {M, K}, rng); };
       for (DType sd : {DType::f32, DType::ue8m0}) {
-        Buf x = make(xd, {M, K}, rng), out = make(xd, {M, K}, rng);
         Buf q = make(DType::e4m3, {M, K}, rng), s = make(sd, {M, K / 128}, rng);
         const std::string what = at + " " + std::string(dtype_name(sd));
-        same("quant_fp8_group " + what, {&x}, 40,
-             [&] { ASSERT_TRUE(quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); });
-        same("dequant_fp8_group " + what, {}, 0,
-             [&] { ASSERT_TRUE(dequant_fp8_group(emulator(), q.v, s.v, out.v).ok()); });
+        const auto quant = [&] { ASSERT_TRUE(quant_fp8_group(emulator(), x.v, q.v, s.v).ok()); };
+        same("quant_fp8_group " + what, fresh, {&x}, 40, quant);
+        same("dequant_fp8_group " + what, fresh, {&x}, 40, [&] {
+          quant();
+          ASSERT_TRUE(dequant_fp8_group(emulator(), q.v, s.v, out.v).ok());  // the pattern: this call's
+        });
       }
       for (MxFormat f : {MxFormat::mxfp8, MxFormat::mxfp4, MxFormat::nvfp4}) {
         const bool nv = f == MxFormat::nvfp4;
         const int64_t group = nv ? 16 : 32;
-        Buf x = make(xd, {M, K}, rng), out = make(xd, {M, K}, rng);
         Buf q = make(f == MxFormat::mxfp8 ? DType::e4m3 : DType::e2m1, {M, K}, rng);
         Buf s = make(nv ? DType::e4m3 : DType::ue8m0, {M, K / group}, rng), ts = make(DType::f32, {1}, rng);
         *static_cast<float*>(ts.v.data) = 0.5f;
         const TensorView tsv = nv ? ts.v : TensorView{};
         const std::string what = std::string(f == MxFormat::mxfp8 ? "mxfp8 " : nv ? "nvfp4 " : "mxfp4 ") + at;
-        same("quant_mx " + what, {&x}, 40, [&] { ASSERT_TRUE(quant_mx(emulator(), f, x.v, q.v, s.v, tsv).ok()); });
-        if (nv) {
-          EXPECT_GT(finite.shared_requests, 0u) << "nvfp4 " << at << ": not on the clean table";
-        }
-        same("dequant_mx " + what, {}, 0, [&] { ASSERT_TRUE(dequant_mx(emulator(), f, q.v, s.v, tsv, out.v).ok()); });
+        const auto quant = [&] {
+          ASSERT_TRUE(quant_mx(emulator(), f, x.v, q.v, s.v, tsv).ok());
+          if (nv) {
+            EXPECT_GT(totals().shared_requests, 0u) << "nvfp4 " << at << ": not on the clean table";
+          }
+        };
+        same("quant_mx " + what, fresh, {&x}, 40, quant);
+        same("dequant_mx " + what, fresh, {&x}, 40, [&] {
+          quant();
+          ASSERT_TRUE(dequant_mx(emulator(), f, q.v, s.v, tsv, out.v).ok());
+        });
       }
     }
     // The norm family: a CTA per row (T 3, H 4096), the CTA-row pipeline (T 7, H 4096) and the
-    // warp-row one (T 29, H 1024); NaN and infinite rows.
+    // warp-row one (T 29, H 1024), each asserted; NaN and infinite rows.
     for (const auto& [T, H] : {std::pair<int64_t, int64_t>{3, 4096}, {7, 4096}, {29, 1024}}) {
       const std::string shape = at + " T=" + std::to_string(T) + " H=" + std::to_string(H);
-      Buf x = make(xd, {T, H}, rng), res = make(xd, {T, H}, rng), w = make(xd, {H}, rng), out = make(xd, {T, H}, rng);
-      Buf q = make(DType::e4m3, {T, H}, rng), dyn = make(DType::f32, {T}, rng);
-      same("rms_norm " + shape, {&x}, 4, [&] { ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok()); });
-      x = make(xd, {T, H}, rng);
-      // A CTA per row (T 3) runs norm.fp8_one_reduction's kernel: a row whose |x w| overflows f32
-      // (an infinite x, no NaN) reduces its amax a second time (its fallback, kernel.cuh), more
-      // shared-memory requests. The pipelined kernels (T 7, 29) do not.
-      same(
-          "rms_norm fp8 dynamic " + shape, {&x}, 4,
-          [&] {
-            ASSERT_TRUE(
-                rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
-            EXPECT_EQ(norm::last_config().fp8_one_reduction, T == 3);
-          },
-          T != 3);
-      for (DType sd : {DType::f32, DType::ue8m0}) {
+      Buf x, res, w = make(xd, {H}, rng), out = make(xd, {T, H}, rng);
+      Buf q = make(DType::e4m3, {T, H}, rng), dyn = make(DType::f32, {T}, rng), stat = make(DType::f32, {1}, rng);
+      *static_cast<float*>(stat.v.data) = 0.25f;
+      const auto fresh = [&] {
         x = make(xd, {T, H}, rng);
         res = make(xd, {T, H}, rng);
+      };
+      const auto kernel = [&] {
+        const norm::NormConfig c = norm::last_config();
+        EXPECT_EQ(c.pipeline_stages > 0, T > 3) << shape;
+        EXPECT_EQ(c.warp_per_row, T == 29) << shape;
+      };
+      same("rms_norm " + shape, fresh, {&x}, 4, [&] {
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, out.v).ok());
+        kernel();
+      });
+      same("fused_add_rms_norm " + shape, fresh, {&x, &res}, 4,
+           [&] { ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, out.v).ok()); });
+      same("rms_norm fp8 static " + shape, fresh, {&x}, 4, [&] {
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
+      });
+      const auto dynamic = [&] {
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+        EXPECT_EQ(norm::last_config().fp8_one_reduction, T == 3) << shape;
+      };
+      if (T > 3) {
+        same("rms_norm fp8 dynamic " + shape, fresh, {&x}, 4, dynamic);
+      } else {
+        // norm.fp8_one_reduction's kernel (a CTA per row) carries the row's amax in the sum of
+        // squares' reduction; a row whose |x w| overflows f32 (an infinite x and no NaN) reduces
+        // its amax a second time (kernel.cuh): more shared-memory requests, still conflict-free,
+        // the same global ones. Zeros and subnormals change nothing.
+        SCOPED_TRACE("rms_norm fp8 dynamic " + shape);
+        fresh();
+        ASSERT_NO_FATAL_FAILURE(dynamic());
+        const Pattern random = pattern();
+        testsupport::plant_tiny(x.h, rng, 4);
+        ASSERT_NO_FATAL_FAILURE(dynamic());
+        EXPECT_EQ(pattern(), random);
+        fresh();
+        x.h.set({1, rng.randint(0, H - 1)}, std::numeric_limits<double>::infinity());
+        ASSERT_NO_FATAL_FAILURE(dynamic());
+        Pattern got = pattern();
+        EXPECT_GT(got.shared_requests, random.shared_requests);
+        EXPECT_EQ(got.bank_conflicts, 0u);
+        got.shared_requests = random.shared_requests;
+        got.shared_wavefronts = random.shared_wavefronts;
+        EXPECT_EQ(got, random);
+      }
+      for (DType sd : {DType::f32, DType::ue8m0}) {
         Buf s = make(sd, {T, H / 128}, rng);
-        same("fused_add_rms_norm_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), {&x, &res}, 4, [&] {
-          ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s.v).ok());
-        });
+        same(
+            "fused_add_rms_norm_quant_fp8_group " + shape + " " + std::string(dtype_name(sd)), fresh, {&x, &res}, 4,
+            [&] { ASSERT_TRUE(fused_add_rms_norm_quant_fp8_group(emulator(), x.v, res.v, w.v, kEps, q.v, s.v).ok()); });
       }
     }
     {  // the rope family (Llama-8B heads; e4m3 caches: the stores' midpoint tests)
       constexpr int64_t T = 3, Hq = 32, Hk = 8, D = 128, kMaxPos = 64, kBlocks = 4, kPage = 16;
-      Buf pos = make(DType::i64, {T}, rng), cache = make(xd, {kMaxPos, D}, rng), slots = make(DType::i64, {T}, rng);
+      Buf pos = make(DType::i64, {T}, rng), pos3 = make(DType::i64, {3, T}, rng), slots = make(DType::i64, {T}, rng);
+      Buf cache = make(xd, {kMaxPos, D}, rng);
       for (int64_t t = 0; t < T; ++t) {
         static_cast<int64_t*>(pos.v.data)[t] = 5 * t + 1;
         static_cast<int64_t*>(slots.v.data)[t] = 17 * t + 3;
       }
-      Buf q = make(xd, {T, Hq, D}, rng), k = make(xd, {T, Hk, D}, rng), v = make(xd, {T, Hk, D}, rng);
+      for (int64_t i = 0; i < 3 * T; ++i) static_cast<int64_t*>(pos3.v.data)[i] = 7 * i + 2;
+      Buf q, k, v;
+      const auto fresh = [&] {
+        q = make(xd, {T, Hq, D}, rng);
+        k = make(xd, {T, Hk, D}, rng);
+        v = make(xd, {T, Hk, D}, rng);
+      };
       Buf kc = make(DType::e4m3, {kBlocks, kPage, Hk, D}, rng), vc = make(DType::e4m3, {kBlocks, kPage, Hk, D}, rng);
       Buf ks = make(DType::f32, {1}, rng), vs = make(DType::f32, {1}, rng);
       *static_cast<float*>(ks.v.data) = 0.05f;
@@ -737,18 +764,23 @@ TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
       const PagedKvCache pc{kc.v, vc.v, ks.v, vs.v};
       for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj}) {
         const std::string what = at + (style == RopeStyle::neox ? " neox" : " gptj");
-        same("rope " + what, {&q, &k}, 20,
+        same("rope " + what, fresh, {&q, &k}, 20,
              [&] { ASSERT_TRUE(rope(emulator(), pos.v, q.v, k.v, cache.v, style).ok()); });
-        same("rope_kv_cache_write e4m3 " + what, {&q, &k, &v}, 20, [&] {
+        same("rope_kv_cache_write e4m3 " + what, fresh, {&q, &k, &v}, 20, [&] {
           ASSERT_TRUE(rope_kv_cache_write(emulator(), pos.v, q.v, k.v, v.v, cache.v, style, slots.v, pc).ok());
         });
       }
+      same("mrope " + at, fresh, {&q, &k}, 20, [&] {
+        ASSERT_TRUE(mrope(emulator(), pos3.v, q.v, k.v, cache.v, MropeSection{16, 24, 24}).ok());
+      });
       for (int pipeline : {1, 3}) {  // kv_write_kernel and kv_pipe_kernel
         detail::Tune kv;
         kv.rope_pipeline = pipeline;
         const detail::ScopedTuneOverride override_kv(kv);
-        same("kv_cache_write e4m3 " + at + " rope.pipeline=" + std::to_string(pipeline), {&k, &v}, 20,
-             [&] { ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok()); });
+        same("kv_cache_write e4m3 " + at + " rope.pipeline=" + std::to_string(pipeline), fresh, {&k, &v}, 20, [&] {
+          ASSERT_TRUE(kv_cache_write(emulator(), k.v, v.v, slots.v, pc).ok());
+          EXPECT_EQ(rotary::last_launch().pipeline, pipeline == 3);
+        });
       }
     }
   }

@@ -96,7 +96,7 @@ template <bool kVec>
 __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (&y)[kQuantElems], float amax,
                                              uint8_t* q, void* scale_slot, bool writes_scale TEJAS_CALLER_PARAM) {
   uint8_t codes[kQuantElems];
-  const bool nan = amax != amax;
+  const bool nan_group = amax != amax;
   // Rounding is monotonic: f32(max(amax, m) / 448) = max(f32(amax / 448), f32(m / 448)). A NaN
   // amax gives kFp8MinScale (fmaxf drops the NaN): inv stays finite; the NaN group's scale and
   // codes are NaN below.
@@ -114,13 +114,13 @@ __device__ __forceinline__ void quantize_fp8(const QuantParams& p, const float (
     inv = quant_kernel::pow2f(num::kF32Bias - code);
     // uint8_t{...}: a copy of kUe8m0NaN, no ODR-use on device
     if (writes_scale)
-      ptx::st_global(static_cast<uint8_t*>(scale_slot), nan ? uint8_t{kUe8m0NaN} : code TEJAS_NESTED_SITE);
+      ptx::st_global(static_cast<uint8_t*>(scale_slot), nan_group ? uint8_t{kUe8m0NaN} : code TEJAS_NESTED_SITE);
   } else {
     inv = 1.0f / s;
     if (writes_scale)
-      ptx::st_global(static_cast<float*>(scale_slot), nan ? __uint_as_float(kF32QuietNaN) : s TEJAS_NESTED_SITE);
+      ptx::st_global(static_cast<float*>(scale_slot), nan_group ? __uint_as_float(kF32QuietNaN) : s TEJAS_NESTED_SITE);
   }
-  if (nan) {
+  if (nan_group) {
     for (int i = 0; i < kQuantElems; ++i) codes[i] = kE4m3NaN;
   } else {
     for (int i = 0; i < kQuantElems; i += 2) {

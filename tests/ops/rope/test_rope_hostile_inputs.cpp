@@ -19,6 +19,7 @@
 #include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
 #include "runtime/tune.h"
+#include "support/plant.h"
 #include "support/seed.h"
 
 using namespace tejas;
@@ -187,20 +188,27 @@ TEST(RopeHostileInputs, InfinitiesSaturateFp8Caches) {
 // NaN, +Inf and -Inf planted at random in q and k (and v), rotated and pass-through columns
 // alike, follow the reference on every path: a NaN spreads to its own pair only, an Inf gives
 // +-Inf or NaN as IEEE products and sums do (Inf x 0 at position 0, where sin = 0; Inf - Inf
-// where both members are infinite), columns past rotary_dim keep their bits, fp8 caches get NaN
-// codes and saturated codes. compare_rotated holds a NaN only against a NaN and an infinity
-// exactly. rope and mrope: bf16, f16 and f32, both styles (mrope neox only), on the token
-// pipeline (rope.pipeline=1, the default) and a thread per token column, staged and unstaged;
-// shapes with 16-byte columns, partial rotary and one-element columns (D = 10). The KV-cache write:
-// one launch, split, the split's pipelined k half, and the pipelined fused kernel
-// (rope.pipeline=2), into bf16 and e4m3 caches.
+// where both members are infinite), columns past rotary_dim keep their bits (NaN payloads
+// included, checked bit for bit), fp8 caches get NaN codes and saturated codes. compare_rotated
+// holds a NaN only against a NaN and an infinity exactly. rope and mrope: bf16, f16 and f32, both
+// styles (mrope neox only), on the token pipeline (rope.pipeline=1, the default) and a thread per
+// token column, staged and unstaged (each kernel asserted to run); shapes with 16-byte columns,
+// partial rotary and narrow columns (D = 10: one element in neox). The KV-cache write: one
+// launch, split, the split's pipelined k half, and the pipelined fused kernel (rope.pipeline=2),
+// into bf16 and e4m3 caches.
 void plant_non_finite(HostTensor& t, check::Rng& rng) {
-  constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                                -std::numeric_limits<double>::infinity()};
-  for (int64_t i = 0; i < t.numel(); ++i)
-    if (rng.randint(0, 15) == 0) t.set_flat(i, kValues[rng.randint(0, 2)]);
-  t.set_flat(0, kValues[1]);  // a pair of infinities of one sign: gptj (0, 1), and neox's when D = 2
-  t.set_flat(1, kValues[1]);
+  testsupport::plant_non_finite(t, rng, t.numel() / 16);
+  t.set_flat(0, std::numeric_limits<double>::infinity());  // a pair of infinities of one sign (gptj's pair 0)
+  t.set_flat(1, std::numeric_limits<double>::infinity());
+}
+
+// Columns at and past rotary_dim: got's bits are want's, NaN payloads included.
+void expect_pass_through_bits(const HostTensor& got, const HostTensor& want, int64_t rotary, const char* what) {
+  const int64_t D = got.shape().back();
+  for (int64_t i = 0; i < got.numel(); ++i)
+    if (i % D >= rotary) {
+      ASSERT_EQ(got.bits_flat(i), want.bits_flat(i)) << what << " element " << i;
+    }
 }
 
 TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
@@ -211,7 +219,11 @@ TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
   const Shape shapes[] = {{40, 3, 1, 64, 64}, {7, 2, 2, 48, 32}, {5, 2, 1, 10, 10}};
   detail::Tune pipelined;  // defaults: the token pipeline for rope and mrope where it applies
   const detail::Tune tunes[] = {pipelined, ropetest::head_stage(2), ropetest::unstaged(1)};
-  int pipelined_calls = 0, column_calls = 0;
+  std::set<std::pair<bool, bool>> kernels;  // (pipelined, staged) of the rope and mrope kernels that ran
+  const auto ran = [&] {
+    const rotary::RopeLaunch l = rotary::last_launch();
+    kernels.insert({l.pipeline, l.params.head_stage});
+  };
   for (const detail::Tune& t : tunes) {
     const detail::ScopedTuneOverride tune(t);
     for (const Shape& s : shapes)
@@ -232,9 +244,11 @@ TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
           HostTensor q_ref = q, k_ref = k;  // bit-exact copies
           TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), pos, q_ref, k_ref, cache, style));
           TEJAS_ASSERT_OK(rope(ropetest::backend_ctx(Backend::emulator), pos, q, k, cache, style));
-          ++(rotary::last_launch().pipeline ? pipelined_calls : column_calls);
+          ran();
           expect_close(q, q_ref, style, s.rotary, "q");
           expect_close(k, k_ref, style, s.rotary, "k");
+          expect_pass_through_bits(q, q_ref, s.rotary, "q");
+          expect_pass_through_bits(k, k_ref, s.rotary, "k");
           if (style == RopeStyle::gptj || s.rotary != s.D) continue;
           // mrope (neox, rotary == D): three sections over the pairs.
           const int64_t pairs = s.D / 2, t_sec = pairs / 3, h_sec = (pairs - t_sec) / 2;
@@ -250,12 +264,13 @@ TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
           k_ref = k;
           TEJAS_ASSERT_OK(mrope(ropetest::reference_ctx(), mpos, q_ref, k_ref, cache, sec));
           TEJAS_ASSERT_OK(mrope(ropetest::backend_ctx(Backend::emulator), mpos, q, k, cache, sec));
+          ran();
           expect_close(q, q_ref, style, s.rotary, "mrope q");
           expect_close(k, k_ref, style, s.rotary, "mrope k");
         }
   }
-  EXPECT_GT(pipelined_calls, 0);  // each kind of kernel ran
-  EXPECT_GT(column_calls, 0);
+  // Each kernel ran: the token pipeline (staged), and a thread per token column staged and not.
+  EXPECT_EQ(kernels, (std::set<std::pair<bool, bool>>{{true, true}, {false, true}, {false, false}}));
 
   const KvShape kv_shapes[] = {{40, 2, 2, 64, 64, 8, 8}, {6, 2, 3, 48, 16, 4, 4}, {6, 2, 3, 10, 10, 4, 4}};
   std::set<std::pair<bool, bool>> kv_paths;  // (split, pipelined) of the kernels that ran
@@ -269,8 +284,9 @@ TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
       for (RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
         for (DType cache_dt : {DType::bf16, DType::e4m3}) {
           SCOPED_TRACE(::testing::Message()
-                       << "setting " << setting << " " << dtype_name(cache_dt) << " D=" << s.D << " rotary=" << s.rotary
-                       << (style == RopeStyle::neox ? " neox" : " gptj"));
+                       << "rope.kv_split=" << t.rope_kv_split << " rope.kv_rope_pipe=" << t.rope_kv_rope_pipe
+                       << " rope.pipeline=" << t.rope_pipeline << " " << dtype_name(cache_dt) << " D=" << s.D
+                       << " rotary=" << s.rotary << (style == RopeStyle::neox ? " neox" : " gptj"));
           KvBuffers b = ropetest::make_kv_buffers(rng, s, DType::bf16, cache_dt, DType::f32, kMaxPos, 5);
           b.pos.set_flat(0, 0.0);
           plant_non_finite(b.q, rng);
@@ -289,6 +305,8 @@ TEST(RopeHostileInputs, NonFiniteValuesFollowTheReferenceOnEveryPath) {
           kv_paths.insert({l.k_half, l.pipeline});
           expect_close(b.q, want.q, style, s.rotary, "q");
           expect_close(b.k, want.k, style, s.rotary, "k");
+          expect_pass_through_bits(b.q, want.q, s.rotary, "q");
+          expect_pass_through_bits(b.k, want.k, s.rotary, "k");
           // k's cache from k as the kernel stored it, v's from v: 16-bit bits copied, fp8 codes
           // the reference's (a NaN code's sign unspecified), skipped tokens' rows unwritten.
           ropetest::check_caches(b, s);

@@ -1,0 +1,41 @@
+// Hostile values planted into a test's input tensor (16-bit or f32 floating point), at random
+// elements drawn from the test's seeded Rng.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "check/host_tensor.h"
+
+namespace tejas::testsupport {
+
+// NaN, +Inf and -Inf in turn at `n` random elements (an element may be drawn twice).
+inline void plant_non_finite(check::HostTensor& t, check::Rng& rng, int64_t n) {
+  constexpr double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
+  for (int64_t i = 0; i < n; ++i) t.set_flat(rng.randint(0, t.numel() - 1), kValues[i % 3]);
+}
+
+// The dtype's smallest subnormal: 2^-133 (bf16), 2^-24 (f16), 2^-149 (f32).
+inline double smallest_subnormal(DType dt) {
+  return std::ldexp(1.0, dt == DType::bf16 ? -133 : dt == DType::f16 ? -24 : -149);
+}
+
+// Zeros and subnormals: a random run of 128 elements (a quantization group of every kind, a head
+// row) set to +0, another to the smallest subnormal with random signs, and `n` scattered
+// smallest subnormals.
+inline void plant_tiny(check::HostTensor& t, check::Rng& rng, int64_t n) {
+  const double tiny = smallest_subnormal(t.dtype());
+  const int64_t runs = t.numel() / 128;
+  const auto run = [&](bool zero) {
+    const int64_t r = runs > 0 ? rng.randint(0, runs - 1) : 0;
+    for (int64_t i = r * 128; i < std::min(t.numel(), (r + 1) * 128); ++i)
+      t.set_flat(i, zero ? 0.0 : (rng.randint(0, 1) != 0 ? tiny : -tiny));
+  };
+  run(true);
+  run(false);
+  for (int64_t i = 0; i < n; ++i) t.set_flat(rng.randint(0, t.numel() - 1), tiny);
+}
+
+}  // namespace tejas::testsupport
