@@ -567,21 +567,22 @@ TEST(SectorsAtIdeal, OddShapesStayCoalesced) {
 }
 
 // The access pattern of the last op call (totals()): global requests and sectors, shared-memory
-// requests and wavefronts, bank conflicts.
+// requests and wavefronts, bank conflicts, L2 prefetches.
 struct Pattern {
   uint64_t load_requests = 0, load_sectors = 0, store_requests = 0, store_sectors = 0;
-  uint64_t shared_requests = 0, shared_wavefronts = 0, bank_conflicts = 0;
+  uint64_t shared_requests = 0, shared_wavefronts = 0, bank_conflicts = 0, prefetches = 0;
   bool operator==(const Pattern&) const = default;
 };
 std::ostream& operator<<(std::ostream& os, const Pattern& p) {
   return os << "loads " << p.load_requests << " requests / " << p.load_sectors << " sectors, stores "
             << p.store_requests << " / " << p.store_sectors << ", shared " << p.shared_requests << " / "
-            << p.shared_wavefronts << " (" << p.bank_conflicts << " conflict wavefronts)";
+            << p.shared_wavefronts << " (" << p.bank_conflicts << " conflict wavefronts), " << p.prefetches
+            << " prefetches";
 }
 Pattern pattern() {
   const Totals t = totals();
   return Pattern{t.load_requests,   t.load_sectors,      t.store_requests, t.store_sectors,
-                 t.shared_requests, t.shared_wavefronts, t.bank_conflicts};
+                 t.shared_requests, t.shared_wavefronts, t.bank_conflicts, t.prefetches};
 }
 
 // The access pattern does not depend on the values: each op's call on random normal data, and
@@ -590,10 +591,11 @@ Pattern pattern() {
 // (NaN and infinite groups, rows and blocks: NaN scales, NaN codes), issues the same requests
 // touching the same sectors, and the same shared-memory requests in the same wavefronts. A
 // value-dependent store site (a NaN group's scale stored from its own instruction) or a table
-// read that conflicts at some codes shows up here. Covered: silu_mul, gelu_tanh_mul and their
-// fused fp8-group, mxfp4 and nvfp4 quantization; quant_fp8_group and quant_mx (mxfp8, mxfp4,
+// read that conflicts at some codes shows up here. Covered: silu_mul and gelu_tanh_mul, and
+// silu_mul's fused fp8-group, mxfp4 and nvfp4 quantization; quant_fp8_group and quant_mx (mxfp8, mxfp4,
 // nvfp4 on the clean table), and each dequant on those quant outputs (hostile codes and scales);
-// rms_norm (x's dtype, fp8 dynamic and static), fused_add_rms_norm and its fp8-group fusion on a
+// rms_norm (x's dtype, fp8 dynamic and static), fused_add_rms_norm (x's dtype, fp8 dynamic) and
+// its fp8-group fusion on a
 // CTA per row, the CTA-row pipeline and the warp-row pipeline; rope and rope_kv_cache_write
 // (both styles, e4m3 caches), mrope, kv_cache_write on kv_write_kernel and kv_pipe_kernel; bf16
 // and f16. One exception, pinned below: norm.fp8_one_reduction's second amax reduction.
@@ -707,33 +709,51 @@ TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
       same("rms_norm fp8 static " + shape, fresh, {&x}, 4, [&] {
         ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{stat.v, Fp8ScaleMode::static_per_tensor}).ok());
       });
-      const auto dynamic = [&] {
-        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, Fp8Scale{dyn.v, Fp8ScaleMode::dynamic_per_token}).ok());
+      const Fp8Scale dynamic{dyn.v, Fp8ScaleMode::dynamic_per_token};
+      const auto rms_dynamic = [&] {
+        ASSERT_TRUE(rms_norm(emulator(), x.v, w.v, kEps, q.v, dynamic).ok());
+        EXPECT_EQ(norm::last_config().fp8_one_reduction, T == 3) << shape;
+      };
+      const auto fused_dynamic = [&] {
+        ASSERT_TRUE(fused_add_rms_norm(emulator(), x.v, res.v, w.v, kEps, q.v, dynamic).ok());
         EXPECT_EQ(norm::last_config().fp8_one_reduction, T == 3) << shape;
       };
       if (T > 3) {
-        same("rms_norm fp8 dynamic " + shape, fresh, {&x}, 4, dynamic);
+        same("rms_norm fp8 dynamic " + shape, fresh, {&x}, 4, rms_dynamic);
+        same("fused_add_rms_norm fp8 dynamic " + shape, fresh, {&x, &res}, 4, fused_dynamic);
       } else {
         // norm.fp8_one_reduction's kernel (a CTA per row) carries the row's amax in the sum of
-        // squares' reduction; a row whose |x w| overflows f32 (an infinite x and no NaN) reduces
-        // its amax a second time (kernel.cuh): more shared-memory requests, still conflict-free,
-        // the same global ones. Zeros and subnormals change nothing.
-        SCOPED_TRACE("rms_norm fp8 dynamic " + shape);
-        fresh();
-        ASSERT_NO_FATAL_FAILURE(dynamic());
-        const Pattern random = pattern();
-        testsupport::plant_tiny(x.h, rng, 4);
-        ASSERT_NO_FATAL_FAILURE(dynamic());
-        EXPECT_EQ(pattern(), random);
-        fresh();
-        x.h.set({1, rng.randint(0, H - 1)}, std::numeric_limits<double>::infinity());
-        ASSERT_NO_FATAL_FAILURE(dynamic());
-        Pattern got = pattern();
-        EXPECT_GT(got.shared_requests, random.shared_requests);
-        EXPECT_EQ(got.bank_conflicts, 0u);
-        got.shared_requests = random.shared_requests;
-        got.shared_wavefronts = random.shared_wavefronts;
-        EXPECT_EQ(got, random);
+        // squares' reduction; a row whose |x w| overflows f32 (an infinite x, a nonzero weight,
+        // and no NaN) reduces its amax a second time (kernel.cuh): more shared-memory requests,
+        // still conflict-free, the same global ones. Zeros and subnormals, and a NaN row (its
+        // amax NaN), change nothing.
+        const auto one_reduction = [&](const std::string& what, std::initializer_list<Buf*> bufs, auto&& call) {
+          SCOPED_TRACE(what);
+          fresh();
+          ASSERT_NO_FATAL_FAILURE(call());
+          const Pattern random = pattern();
+          for (Buf* b : bufs) testsupport::plant_tiny(b->h, rng, 4);
+          ASSERT_NO_FATAL_FAILURE(call());
+          EXPECT_EQ(pattern(), random) << "zeros and subnormals";
+          int64_t col = rng.randint(0, H - 1);
+          while (w.h.get({col}) == 0.0) col = rng.randint(0, H - 1);  // Inf x 0 would be a NaN
+          fresh();
+          x.h.set({1, col}, std::numeric_limits<double>::quiet_NaN());
+          x.h.set({1, (col + 1) % H}, std::numeric_limits<double>::infinity());
+          ASSERT_NO_FATAL_FAILURE(call());
+          EXPECT_EQ(pattern(), random) << "a NaN row";
+          fresh();
+          x.h.set({1, col}, std::numeric_limits<double>::infinity());
+          ASSERT_NO_FATAL_FAILURE(call());
+          Pattern got = pattern();
+          EXPECT_GT(got.shared_requests, random.shared_requests) << "an infinite row";
+          EXPECT_EQ(got.bank_conflicts, 0u);
+          got.shared_requests = random.shared_requests;
+          got.shared_wavefronts = random.shared_wavefronts;
+          EXPECT_EQ(got, random) << "an infinite row";
+        };
+        one_reduction("rms_norm fp8 dynamic " + shape, {&x}, rms_dynamic);
+        one_reduction("fused_add_rms_norm fp8 dynamic " + shape, {&x, &res}, fused_dynamic);
       }
       for (DType sd : {DType::f32, DType::ue8m0}) {
         Buf s = make(sd, {T, H / 128}, rng);
