@@ -608,20 +608,26 @@ TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
   };
   const Planting plantings[] = {{"zeros and subnormals", testsupport::plant_tiny},
                                 {"non-finite values", testsupport::plant_non_finite}};
-  // For each planting: `fresh()` (new random inputs), `call`, then `n` values planted in each of
-  // `bufs` and `call` again: the same pattern.
+  // The patterns of `call` on fresh random inputs (`fresh()`) and again after `plant()`.
+  const auto before_after = [&](auto&& fresh, auto&& call, auto&& plant) -> std::pair<Pattern, Pattern> {
+    fresh();
+    call();
+    const Pattern random = pattern();
+    EXPECT_GT(random.load_requests, 0u);
+    plant();
+    call();
+    return {random, pattern()};
+  };
+  // For each planting, `n` values in each of `bufs`: the same pattern.
   const auto same = [&](const std::string& what, auto&& fresh, std::initializer_list<Buf*> bufs, int64_t n,
                         auto&& call) {
     SCOPED_TRACE(what);
     for (const Planting& planting : plantings) {
       SCOPED_TRACE(planting.what);
-      fresh();
-      ASSERT_NO_FATAL_FAILURE(call());
-      const Pattern random = pattern();
-      EXPECT_GT(random.load_requests, 0u);
-      for (Buf* b : bufs) planting.plant(b->h, rng, n);
-      ASSERT_NO_FATAL_FAILURE(call());
-      EXPECT_EQ(pattern(), random);
+      const auto [random, planted] = before_after(fresh, call, [&] {
+        for (Buf* b : bufs) planting.plant(b->h, rng, n);
+      });
+      EXPECT_EQ(planted, random);
     }
   };
   for (DType xd : {DType::bf16, DType::f16}) {
@@ -729,23 +735,20 @@ TEST(SectorsAtIdeal, HostileValuesKeepTheAccessPattern) {
         // amax NaN), change nothing.
         const auto one_reduction = [&](const std::string& what, std::initializer_list<Buf*> bufs, auto&& call) {
           SCOPED_TRACE(what);
-          fresh();
-          ASSERT_NO_FATAL_FAILURE(call());
-          const Pattern random = pattern();
-          for (Buf* b : bufs) testsupport::plant_tiny(b->h, rng, 4);
-          ASSERT_NO_FATAL_FAILURE(call());
-          EXPECT_EQ(pattern(), random) << "zeros and subnormals";
+          const auto tiny = before_after(fresh, call, [&] {
+            for (Buf* b : bufs) testsupport::plant_tiny(b->h, rng, 4);
+          });
+          EXPECT_EQ(tiny.second, tiny.first) << "zeros and subnormals";
           int64_t col = rng.randint(0, H - 1);
           while (w.h.get({col}) == 0.0) col = rng.randint(0, H - 1);  // Inf x 0 would be a NaN
-          fresh();
-          x.h.set({1, col}, std::numeric_limits<double>::quiet_NaN());
-          x.h.set({1, (col + 1) % H}, std::numeric_limits<double>::infinity());
-          ASSERT_NO_FATAL_FAILURE(call());
-          EXPECT_EQ(pattern(), random) << "a NaN row";
-          fresh();
-          x.h.set({1, col}, std::numeric_limits<double>::infinity());
-          ASSERT_NO_FATAL_FAILURE(call());
-          Pattern got = pattern();
+          const auto nan_row = before_after(fresh, call, [&] {
+            x.h.set({1, col}, std::numeric_limits<double>::quiet_NaN());
+            x.h.set({1, (col + 1) % H}, std::numeric_limits<double>::infinity());
+          });
+          EXPECT_EQ(nan_row.second, nan_row.first) << "a NaN row";
+          auto [random, got] = before_after(fresh, call, [&] {
+            x.h.set({1, col}, std::numeric_limits<double>::infinity());
+          });
           EXPECT_GT(got.shared_requests, random.shared_requests) << "an infinite row";
           EXPECT_EQ(got.bank_conflicts, 0u);
           got.shared_requests = random.shared_requests;
