@@ -4,8 +4,9 @@
 // and no tensor is read or written. `tejas overhead` times the ops' host path this way (on a
 // machine without a GPU too: the device tensors it passes are never touched). Debug-check mode's
 // index copies are not skipped (they read the device): with it on (TEJAS_DEBUG_CHECKS=1) the
-// tool refuses to run and the DryLaunch tests skip. The launchers (detail::launch_kernel,
-// stream_copy's) test dry_launch() right before each launch: one thread-local load per launch.
+// tool refuses to run and the DryLaunch tests skip. The one launcher (detail::launch_kernel, which
+// stream_copy's launches go through too) tests dry_launch() right before each launch: one
+// thread-local load per launch.
 #pragma once
 #include "runtime/scoped_set.h"
 

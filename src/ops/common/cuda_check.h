@@ -15,7 +15,4 @@ inline Status cuda_status(const char* op, cudaError_t e, const char* what = "ker
                            cudaGetErrorString(e));
 }
 
-// Call right after a <<<>>> launch: reports configuration errors without synchronizing.
-inline Status cuda_launch_status(const char* op) { return cuda_status(op, cudaGetLastError()); }
-
 }  // namespace tejas::detail

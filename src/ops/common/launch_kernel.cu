@@ -73,9 +73,10 @@ Status launch_kernel_args(const char* op, const ExecContext& ctx, const void* ke
   config.dynamicSmemBytes = smem;
   config.stream = static_cast<cudaStream_t>(ctx.stream);
   cudaLaunchAttribute attr[1];
-  // Not on the legacy default stream (a null ctx.stream), which synchronizes with every blocking
-  // stream: engines run their steps on streams of their own.
-  if (ctx.pdl && ctx.stream != nullptr && programmatic_launch_available(kernel)) {
+  // Not on the legacy default stream (a null ctx.stream, or its explicit handle), which
+  // synchronizes with every blocking stream: engines run their steps on streams of their own.
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (ctx.pdl && stream != nullptr && stream != cudaStreamLegacy && programmatic_launch_available(kernel)) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attr;
@@ -87,7 +88,9 @@ Status launch_kernel_args(const char* op, const ExecContext& ctx, const void* ke
     return cuda_status(op, e);
   }
   if (config.numAttrs > 0) g_programmatic.fetch_add(1, std::memory_order_relaxed);
-  return cuda_launch_status(op);
+  // cudaLaunchKernelExC returns the launch's own errors; the runtime's last error may hold an
+  // earlier call's, which is not this launch's (the kernel is queued).
+  return Status::Ok();
 }
 
 }  // namespace tejas::detail

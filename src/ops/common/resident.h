@@ -4,7 +4,7 @@
 // SMs. With Carveout::max_shared (the pipelines, whose stages are shared memory) the kernel is
 // first given the opt-in shared-memory maximum and the max-shared carveout. With
 // Carveout::driver (a kernel with a little shared memory whose loads go through L1: version 7's
-// 512-byte table) neither attribute is touched: the driver sizes the carveout per launch, the
+// 8 KiB table) neither attribute is touched: the driver sizes the carveout per launch, the
 // rest of the SM's 256 KiB staying L1, and smem must fit the default 48 KiB per block. A
 // kernel is asked with one carveout only (it is the kernel's attribute). Asked once per
 // (device, kernel, threads, smem, carveout) and cached, so timed launches query nothing. 0 when

@@ -41,9 +41,9 @@ Status run_cuda(const char* op, const ExecContext& ctx, const Plan& plan, bool c
 Status run_quant_cuda(const char* op, const ExecContext& ctx, const QuantPlan& planned, bool check_tensor_scale) {
   QuantPlan plan = planned;
   // Version 7's persistent grid: the CTAs the GPU holds at once of its kernel (0 when the query
-  // fails: version 5 instead). The driver's carveout: the 512-byte table leaves the SM's L1 to
-  // the streaming x loads, as version 5 has it (the max-shared carveout would cut it to 28 KiB).
-  // Not asked under quant.clean_table=0 (the plan would not use it).
+  // fails: version 5 instead). The driver's carveout: the 8 KiB table (kCleanTableBytes) leaves
+  // the SM's L1 to the streaming x loads, as version 5 has it (the max-shared carveout would cut
+  // it to 28 KiB). Not asked under quant.clean_table=0 (the plan would not use it).
   const QuantKernel clean = clean_table_kernel(plan.t.data->dtype);
   if (plan.rule == ScaleRule::nvfp4 && clean != nullptr && detail::tune().quant_clean_table != 0)
     plan.resident_ctas = resident_ctas_or_override(detail::resident_ctas(reinterpret_cast<const void*>(clean), kThreads,

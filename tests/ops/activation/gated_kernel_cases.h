@@ -15,6 +15,7 @@
 #include "ops/activation/launch.h"
 #include "runtime/alignment.h"
 #include "runtime/tune.h"
+#include "support/device_guards.h"
 #include "support/poison.h"
 #include "support/seed.h"
 #include "tejas/activation.h"
@@ -111,9 +112,7 @@ inline void run_gated_case_cuda(check::Rng& rng, DType dt, const KCase& k, const
   ASSERT_TRUE(s.ok()) << s.to_string();
   ASSERT_TRUE(check::device_synchronize().ok());
   ASSERT_TRUE(dout.download(outs).ok());
-  bool guards = false;
-  ASSERT_TRUE(dout.guards_intact(&guards).ok());
-  EXPECT_TRUE(guards);
+  testsupport::expect_device_guards({{&dx, "x"}, {&dout, "out"}});
   EXPECT_TRUE(matches_reference(sub_view(outs, F, k.out_lead), want.view(), x, which, o));
   EXPECT_TRUE(outside_untouched(outs, k.out_lead, F));
 }
@@ -161,6 +160,10 @@ inline bool cuda_matches_reference(const GatedCall& call, const check::HostTenso
   EXPECT_TRUE(call(ctx_of(Backend::cuda), dx.view(), dout.view()).ok()) << what;
   EXPECT_TRUE(check::device_synchronize().ok()) << what;
   EXPECT_TRUE(dout.download(got).ok()) << what;
+  {
+    SCOPED_TRACE("cuda " + what);
+    testsupport::expect_device_guards({{&dx, "x"}, {&dout, "out"}});
+  }
   EXPECT_TRUE(matches_reference(got.view(), want.view(), x.view(), which, o)) << "cuda " << what;
   return true;
 }

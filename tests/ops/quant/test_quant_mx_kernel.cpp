@@ -493,10 +493,11 @@ void nvfp4_clean_table(check::Rng& rng, DType xd, float tsv, int clean_table, in
     }
   }
   const MxCase c{MxFormat::nvfp4, xd, {kRows, K}, pad};
-  {  // the walk and the table planned as asked (on the emulator's resident CTAs)
+  {  // the walk and the table planned as asked, on the resident CTAs the backend plans with (the
+     // emulator's, or ScopedResidentCtas's, which the cuda launcher takes instead of its query)
     PlacedTensor q(DType::e2m1, c.shape, pad), s(DType::e4m3, scale_shape(c.shape, c.f), pad);
     quant_kernel::QuantPlan plan = quant_kernel::plan_quant(x, q, s, ts, B, quant_kernel::ScaleRule::nvfp4);
-    plan.resident_ctas = quant_kernel::kEmuResidentCtas;
+    plan.resident_ctas = quant_kernel::resident_ctas_or_override(quant_kernel::kEmuResidentCtas);
     const quant_kernel::QuantConfig planned = quant_kernel::quant_launch(plan, 0).config;
     EXPECT_EQ(planned.clean_table, clean_table == 1) << planned.to_string();
     EXPECT_EQ(planned.linear, linear == 1 && pad == 0) << planned.to_string();

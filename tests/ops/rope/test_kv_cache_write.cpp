@@ -21,6 +21,7 @@
 #include "ops/rope/kv_cache_test_util.h"
 #include "runtime/tune.h"
 #include "support/backends.h"
+#include "support/device_guards.h"
 #include "support/op_snapshots.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -69,6 +70,13 @@ void write_caches(KvBuffers& b, Backend backend) {
   ASSERT_TRUE(check::device_synchronize().ok());
   ASSERT_TRUE(kc.download(b.k_cache).ok());
   ASSERT_TRUE(vc.download(b.v_cache).ok());
+  testsupport::expect_device_guards({{&k, "k"},
+                                     {&v, "v"},
+                                     {&slots, "slots"},
+                                     {&kc, "k_cache"},
+                                     {&vc, "v_cache"},
+                                     {&ks, "k_scale"},
+                                     {&vs, "v_scale"}});
 }
 
 // kv_cache_write of k and v into `cache` on the emulator: the launch's report (nullptr, and a

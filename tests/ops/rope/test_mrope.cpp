@@ -6,17 +6,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
-#include <span>
 #include <vector>
 
 #include "check/cuda_mem.h"
 #include "ops/common/emu_launch.h"
-#include "support/op_snapshots.h"
 #include "ops/rope/rope_test_util.h"
-#include "support/seed.h"
 #include "runtime/tune.h"
+#include "support/device_guards.h"
+#include "support/op_snapshots.h"
+#include "support/seed.h"
 #include "tejas/rope.h"
 
 using namespace tejas;
@@ -184,7 +185,7 @@ TEST(MropeValidation, OutOfRangePositionInAnyRow) {
 }
 
 // ---- kernels -------------------------------------------------------------------------------
-// *pipelined (when given) counts the emulator cases that ran the pipelined kernel (rope.pipeline).
+// *pipelined (when given) counts the cases that ran the pipelined kernel (rope.pipeline).
 void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape> shapes = kShapes,
                          int* pipelined = nullptr) {
   for (const Shape& s : shapes)
@@ -201,7 +202,6 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
         if (backend == Backend::emulator) {
           TEJAS_ASSERT_OK(mrope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, s.section));
           if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
-          if (pipelined != nullptr) *pipelined += rotary::last_launch().pipeline;
         } else {
           check::DeviceMirror pos, cache, q, k;
           TEJAS_ASSERT_OK(pos.upload(in.pos));
@@ -213,12 +213,9 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
           TEJAS_ASSERT_OK(check::device_synchronize());
           TEJAS_ASSERT_OK(q.download(in.q));
           TEJAS_ASSERT_OK(k.download(in.k));
-          for (auto [m, name] : {std::pair{&q, "q"}, {&k, "k"}}) {
-            bool intact = false;
-            TEJAS_ASSERT_OK(m->guards_intact(&intact));
-            EXPECT_TRUE(intact) << name << " device guards";
-          }
+          testsupport::expect_device_guards({{&pos, "positions"}, {&cache, "cos_sin"}, {&q, "q"}, {&k, "k"}});
         }
+        if (pipelined != nullptr) *pipelined += rotary::last_launch().pipeline;
         auto r = ropetest::compare_rotated(in.q, q_ref, RopeStyle::neox, s.rotary);
         EXPECT_TRUE(r.ok) << "q: " << r.message;
         if (s.Hk) {
@@ -275,9 +272,7 @@ TEST(MropeKernel, PipelineVariantMatchesReference) {
     ropetest::run_tuned({t}, [&](Backend b) {
       int pipelined = 0;
       kernel_vs_reference(rng, b, pipe_shapes, &pipelined);
-      if (b == Backend::emulator) {
-        EXPECT_EQ(pipelined, 3 * 3 * 2) << "every dtype and cache dtype pipelines";
-      }
+      EXPECT_EQ(pipelined, 3 * 3 * 2) << "every dtype and cache dtype pipelines";
       kernel_vs_reference(rng, b);
     });
   }

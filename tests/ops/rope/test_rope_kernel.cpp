@@ -15,6 +15,7 @@
 #include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
 #include "runtime/tune.h"
+#include "support/device_guards.h"
 #include "support/op_snapshots.h"
 #include "support/seed.h"
 #include "tejas/rope.h"
@@ -89,11 +90,7 @@ void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeSt
     TEJAS_ASSERT_OK(check::device_synchronize());
     TEJAS_ASSERT_OK(q.download(in.q));
     TEJAS_ASSERT_OK(k.download(in.k));
-    for (auto [m, name] : {std::pair{&q, "q"}, {&k, "k"}}) {
-      bool intact = false;
-      TEJAS_ASSERT_OK(m->guards_intact(&intact));
-      EXPECT_TRUE(intact) << name << " device guards";
-    }
+    testsupport::expect_device_guards({{&pos, "positions"}, {&cache, "cos_sin"}, {&q, "q"}, {&k, "k"}});
   }
   auto r = ropetest::compare_rotated(in.q, q_ref, style, s.rotary);
   EXPECT_TRUE(r.ok) << "q: " << r.message;
@@ -187,7 +184,10 @@ TEST(RopeKernel, PipelineVariantMatchesReference) {
       EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines";
       // On a GPU the shapes above fit in one wave (a token group per CTA); this one has ~1000
       // blocks of 256 threads, more than an H200 holds at once, so its CTAs walk tokens too.
-      if (b == Backend::cuda) run_and_compare(rng, {32768, 2, 1, 64, 64, 0}, DType::bf16, DType::f32, RopeStyle::neox, b);
+      if (b == Backend::cuda) {
+        run_and_compare(rng, {32768, 2, 1, 64, 64, 0}, DType::bf16, DType::f32, RopeStyle::neox, b);
+        EXPECT_TRUE(rotary::last_launch().pipeline) << "32768 tokens";
+      }
       run_all(rng, b);
     });
   }

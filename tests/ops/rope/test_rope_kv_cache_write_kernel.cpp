@@ -19,6 +19,7 @@
 #include "ops/rope/kv_cache_test_util.h"
 #include "runtime/tune.h"
 #include "support/backends.h"
+#include "support/device_guards.h"
 #include "support/op_snapshots.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -34,8 +35,9 @@ namespace {
 
 constexpr int64_t kMaxPos = 40;
 
-// rope_kv_cache_write on `backend` (neox), the GPU's results downloaded into b (defined below).
-void write_fused(KvBuffers& b, Backend backend);
+// rope_kv_cache_write on `backend` (cuda: on device copies of b, the results downloaded into b and
+// every copy's device guards checked; defined below).
+void write_fused(KvBuffers& b, Backend backend, RopeStyle style = RopeStyle::neox);
 
 // A copy of the inputs (caches still poisoned) through the GPU when one is present, before the
 // emulator's call: its caches checked as the emulator's are, against the inputs' k. Every caller
@@ -69,24 +71,10 @@ void run_case(check::Rng& rng, const KvShape& s, const Variant& var, Backend bac
   const PagedKvCache ref_cache{kc_ref.view(), vc_ref.view(), b.paged().k_scale, b.paged().v_scale};
   TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::reference_ctx(), b.pos, q_ref, k_ref, b.v, b.cache, var.style, b.slots,
                                       ref_cache));
-  if (backend == Backend::emulator) {
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, var.style,
-                                        b.slots, b.paged()));
-    // (The split's halves: SplitMovesOnlyCompulsoryBytes counts their bytes.)
-    if (detail::tune().rope_head_stage && !rotary::last_launch().k_half)
-      ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, var.qt);
-  } else {
-    check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
-    for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
-                        {&kc, &b.k_cache}, {&vc, &b.v_cache}, {&ks, &b.k_scale}, {&vs, &b.v_scale}})
-      TEJAS_ASSERT_OK(m->upload(*h));
-    const bool fp8 = dtype_is_fp8(var.cache);
-    const PagedKvCache dc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), pos.view(), q.view(), k.view(), v.view(),
-                                        cos.view(), var.style, slots.view(), dc));
-    TEJAS_ASSERT_OK(check::device_synchronize());
-    for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&kc, &b.k_cache}, {&vc, &b.v_cache}}) TEJAS_ASSERT_OK(m->download(*h));
-  }
+  ASSERT_NO_FATAL_FAILURE(write_fused(b, backend, var.style));
+  // (The split's halves: SplitMovesOnlyCompulsoryBytes counts their bytes.)
+  if (backend == Backend::emulator && detail::tune().rope_head_stage && !rotary::last_launch().k_half)
+    ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, var.qt);
   auto r = ropetest::compare_rotated(b.q, q_ref, var.style, s.rotary);
   EXPECT_TRUE(r.ok) << "q: " << r.message;
   r = ropetest::compare_rotated(b.k, k_ref, var.style, s.rotary);
@@ -181,12 +169,13 @@ TEST(RopeKvCacheWriteKernel, PipelineVariantMatchesReference) {
             ++cases;
             pipelined += rotary::last_launch().pipeline;
           }
-        if (b == Backend::emulator) {
-          EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines";
-        }
+        EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines";
         // On a GPU the shapes above fit in one wave; this one's ~1000 blocks do not, so its CTAs
         // walk tokens (second stage, slot handoff, v slots refilled) there too.
-        if (b == Backend::cuda) run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+        if (b == Backend::cuda) {
+          run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+          EXPECT_TRUE(rotary::last_launch().pipeline) << "32768 tokens";
+        }
         if (v_stage) run_all(rng, b);
       });
     }
@@ -339,22 +328,32 @@ TEST(RopeKvCacheWriteKernel, Fp8CachesAtExtremeScales) {
   }
 }
 
-// rope_kv_cache_write on `backend` (neox), the GPU's results downloaded into b.
-void write_fused(KvBuffers& b, Backend backend) {
+void write_fused(KvBuffers& b, Backend backend, RopeStyle style) {
   if (backend != Backend::cuda) {
-    TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, RopeStyle::neox,
-                                        b.slots, b.paged()));
+    TEJAS_ASSERT_OK(
+        rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, style, b.slots, b.paged()));
     return;
   }
   check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
   for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
                       {&kc, &b.k_cache}, {&vc, &b.v_cache}, {&ks, &b.k_scale}, {&vs, &b.v_scale}})
     TEJAS_ASSERT_OK(m->upload(*h));
-  const PagedKvCache dc{kc.view(), vc.view(), ks.view(), vs.view()};
+  const bool fp8 = dtype_is_fp8(b.k_cache.dtype());
+  const PagedKvCache dc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
   TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), pos.view(), q.view(), k.view(), v.view(),
-                                      cos.view(), RopeStyle::neox, slots.view(), dc));
+                                      cos.view(), style, slots.view(), dc));
   TEJAS_ASSERT_OK(check::device_synchronize());
   for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&kc, &b.k_cache}, {&vc, &b.v_cache}}) TEJAS_ASSERT_OK(m->download(*h));
+  testsupport::expect_device_guards({{&pos, "positions"},
+                                     {&cos, "cos_sin"},
+                                     {&q, "q"},
+                                     {&k, "k"},
+                                     {&v, "v"},
+                                     {&slots, "slots"},
+                                     {&kc, "k_cache"},
+                                     {&vc, "v_cache"},
+                                     {&ks, "k_scale"},
+                                     {&vs, "v_scale"}});
 }
 
 // Power-of-two scales, the exact path (the conversion's own rounding, no midpoint test): every
@@ -784,11 +783,12 @@ TEST(RopeKvCacheWriteKernel, SplitPipelineMatchesReference) {
         ++cases;
         pipelined += rotary::last_launch().pipeline;
       }
-    if (b == Backend::emulator) {
-      EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines its k half";
-    }
+    EXPECT_EQ(pipelined, cases) << "every one of these shapes pipelines its k half";
     // ~1000 blocks' worth of tokens on the GPU: its CTAs walk tokens there too.
-    if (b == Backend::cuda) run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+    if (b == Backend::cuda) {
+      run_case(rng, {32768, 2, 1, 64, 64, 2048, 16}, variants()[2], b);
+      EXPECT_TRUE(rotary::last_launch().k_half && rotary::last_launch().pipeline) << "32768 tokens";
+    }
     run_all(rng, b);
   });
   const detail::ScopedTuneOverride tune(t);
