@@ -27,6 +27,18 @@
         << "message should name '" << (needle) << "': " << s_.message();                \
   } while (0)
 
+namespace tejas::testsupport {
+
+// A generator for GPU cases placed among a test's emulator cases: seeded from `rng`'s next draw
+// without advancing `rng`, so the emulator cases draw the same inputs under a seed with or without
+// a GPU (an emulator failure in a GPU run replays on a machine without one).
+inline check::Rng side_rng(const check::Rng& rng) {
+  check::Rng ahead = rng;
+  return check::Rng(ahead.next() ^ 0x9E3779B97F4A7C15ull);
+}
+
+}  // namespace tejas::testsupport
+
 // Skips the test, with the reason ("no GPU: ..."), unless a CUDA device is usable.
 #define TEJAS_REQUIRE_CUDA()                                                          \
   do {                                                                                \

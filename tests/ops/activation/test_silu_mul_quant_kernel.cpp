@@ -98,6 +98,11 @@ void run_case(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOp
 
 // The same case on the GPU (defined below).
 void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {});
+// Among emulator cases: drawing from testsupport::side_rng(rng), so that the emulator's inputs
+// under a seed are the same without a GPU.
+void run_case_cuda(check::Rng&& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {}) {
+  run_case_cuda(rng, k, dt, c, opt);
+}
 
 class SiluMulQuantKernel : public ::testing::TestWithParam<Kind> {};
 
@@ -129,7 +134,7 @@ TEST_P(SiluMulQuantKernel, NonFiniteGroupsUnderEachPoison) {
   for (DType dt : {DType::bf16, DType::f16})
     testsupport::for_each_poison([&] {
       run_case(rng, GetParam(), dt, kCases[4]);
-      if (gpu) run_case_cuda(rng, GetParam(), dt, kCases[4]);
+      if (gpu) run_case_cuda(testsupport::side_rng(rng), GetParam(), dt, kCases[4]);
     });
 }
 
@@ -166,7 +171,7 @@ TEST_P(SiluMulQuantKernel, Clamped) {
     for (DType dt : {DType::bf16, DType::f16})
       for (const FCase& c : {kCases[0], kCases[1], kCases[3], kCases[5]}) {
         run_case(rng, GetParam(), dt, c, o);
-        if (gpu) run_case_cuda(rng, GetParam(), dt, c, o);
+        if (gpu) run_case_cuda(testsupport::side_rng(rng), GetParam(), dt, c, o);
       }
   }
 }
@@ -233,11 +238,11 @@ TEST_P(SiluMulQuantKernel, FastAndAccurateMathMatchExpectation) {
       for (const FCase& c : kCases) {
         run_case(rng, k, dt, c);
         EXPECT_EQ(act::last_quant_config().fast_math, fast == 1);
-        if (gpu) run_case_cuda(rng, k, dt, c);
+        if (gpu) run_case_cuda(testsupport::side_rng(rng), k, dt, c);
       }
     for (const FCase& c : {kCases[1], kCases[5]}) {
       run_case(rng, k, DType::bf16, c, clamped);
-      if (gpu) run_case_cuda(rng, k, DType::bf16, c, clamped);
+      if (gpu) run_case_cuda(testsupport::side_rng(rng), k, DType::bf16, c, clamped);
     }
   }
 }
@@ -266,7 +271,7 @@ TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
         if (packed == 0) {
           run_case(rng, k, dt, c);
           if (check::cuda_available()) {  // the GPU's unpacked conversions
-            run_case_cuda(rng, k, dt, c);
+            run_case_cuda(testsupport::side_rng(rng), k, dt, c);
             EXPECT_FALSE(act::last_quant_config().packed_fp4) << "cuda";
           }
         }

@@ -15,6 +15,7 @@
 #include "ops/common/ref_numeric.h"
 #include "ops/rope/plan.h"
 #include "runtime/tune.h"
+#include "support/seed.h"
 #include "tejas/context.h"
 #include "tejas/rope.h"
 
@@ -68,14 +69,24 @@ inline detail::Tune head_prefetch(int heads) { return rope_tune(heads, 0, 1); }
 // rope.head_stage=1 with 1 or 2 heads in flight.
 inline detail::Tune head_stage(int heads) { return rope_tune(heads, 1); }
 
-// `run(backend)` under each tune in turn: on the emulator, then on the GPU when there is one.
+// `run(backend)` under each tune in turn on the emulator, then under each on the GPU when there is
+// one, `rng` (which `run` draws from) meanwhile drawing from testsupport::side_rng: afterwards it
+// goes on where the emulator runs left it, so a seed gives the emulator the same inputs with or
+// without a GPU.
 template <class Run>
-void run_tuned(std::initializer_list<detail::Tune> tunes, Run&& run) {
+void run_tuned(check::Rng& rng, std::initializer_list<detail::Tune> tunes, Run&& run) {
   for (const detail::Tune& t : tunes) {
     const detail::ScopedTuneOverride override_tune(t);
     run(Backend::emulator);
-    if (check::cuda_available()) run(Backend::cuda);
   }
+  if (!check::cuda_available()) return;
+  const check::Rng emulator_rng = rng;
+  rng = testsupport::side_rng(rng);
+  for (const detail::Tune& t : tunes) {
+    const detail::ScopedTuneOverride override_tune(t);
+    run(Backend::cuda);
+  }
+  rng = emulator_rng;
 }
 
 // After an emulator call under rope.head_stage=1: when the plan staged (16-byte accesses), the

@@ -240,17 +240,19 @@ TEST(MropeKernel, CudaMatchesReference) {
 
 TEST(MropeKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads (see test_rope_kernel.cpp)
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { kernel_vs_reference(rng, b); });
+  ropetest::run_tuned(rng, {ropetest::unstaged(1), ropetest::unstaged(2)},
+                      [&](Backend b) { kernel_vs_reference(rng, b); });
 }
 
 TEST(MropeKernel, HeadPrefetchVariantMatchesReference) {  // rope.head_prefetch=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::head_prefetch(1), ropetest::head_prefetch(2)}, [&](Backend b) { kernel_vs_reference(rng, b); });
+  ropetest::run_tuned(rng, {ropetest::head_prefetch(1), ropetest::head_prefetch(2)},
+                      [&](Backend b) { kernel_vs_reference(rng, b); });
 }
 
 TEST(MropeKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
+  ropetest::run_tuned(rng, {ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
     kernel_vs_reference(rng, b);
     if (b == Backend::emulator) {
@@ -269,7 +271,7 @@ TEST(MropeKernel, PipelineVariantMatchesReference) {
   for (int heads : {1, 2}) {
     detail::Tune t = ropetest::head_stage(heads);
     t.rope_pipeline = 1;
-    ropetest::run_tuned({t}, [&](Backend b) {
+    ropetest::run_tuned(rng, {t}, [&](Backend b) {
       int pipelined = 0;
       kernel_vs_reference(rng, b, pipe_shapes, &pipelined);
       EXPECT_EQ(pipelined, 3 * 3 * 2) << "every dtype and cache dtype pipelines";

@@ -136,14 +136,15 @@ TEST(RopeKernel, CudaMatchesReference) {
 // last step with one head) and one head alone.
 TEST(RopeKernel, UnstagedVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
+  ropetest::run_tuned(rng, {ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
 }
 
 // rope.head_prefetch=1 (first head rows into L2 before the position load) changes no result, with
 // one and two heads in flight.
 TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::head_prefetch(1), ropetest::head_prefetch(2)}, [&](Backend b) { run_all(rng, b); });
+  ropetest::run_tuned(rng, {ropetest::head_prefetch(1), ropetest::head_prefetch(2)},
+                      [&](Backend b) { run_all(rng, b); });
 }
 
 // rope.head_stage=1 (the first step's heads through shared memory) changes no result: every
@@ -151,7 +152,7 @@ TEST(RopeKernel, HeadPrefetchVariantMatchesReference) {
 // cp.async once; the narrower paths plan no staging), one and two heads in flight.
 TEST(RopeKernel, HeadStageVariantMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
+  ropetest::run_tuned(rng, {ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
     run_all(rng, b);
     if (b == Backend::emulator) {
@@ -172,7 +173,7 @@ TEST(RopeKernel, PipelineVariantMatchesReference) {
   for (int heads : {1, 2}) {
     detail::Tune t = ropetest::head_stage(heads);
     t.rope_pipeline = 1;
-    ropetest::run_tuned({t}, [&](Backend b) {
+    ropetest::run_tuned(rng, {t}, [&](Backend b) {
       int pipelined = 0, cases = 0;
       for (const Shape& s : pipe_shapes)
         for (DType qt : {DType::bf16, DType::f16, DType::f32})
@@ -286,7 +287,7 @@ TEST(RopeKernel, PipelineFallbackMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
   const rotary::ScopedPipelineFallback fallback;
-  ropetest::run_tuned({ropetest::head_stage(2)}, [&](Backend b) {
+  ropetest::run_tuned(rng, {ropetest::head_stage(2)}, [&](Backend b) {
     for (const Shape& s : {Shape{64, 4, 2, 64, 64, 0}, Shape{45, 3, 1, 128, 64, 8}})
       for (DType qt : {DType::bf16, DType::f16}) {
         run_and_compare(rng, s, qt, DType::f32, RopeStyle::neox, b);

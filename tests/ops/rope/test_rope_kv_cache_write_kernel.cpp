@@ -133,12 +133,12 @@ TEST(RopeKvCacheWriteKernel, PrefetchVariantsMatchReference) {
   TEJAS_SEEDED_TEST_RNG();
   detail::Tune staged = ropetest::rope_tune(0, 1, 1), unstaged = ropetest::rope_tune(0, 0, 1);
   staged.rope_v_prefetch = unstaged.rope_v_prefetch = 1;
-  ropetest::run_tuned({staged, unstaged}, [&](Backend b) { run_all(rng, b); });
+  ropetest::run_tuned(rng, {staged, unstaged}, [&](Backend b) { run_all(rng, b); });
 }
 
 TEST(RopeKvCacheWriteKernel, HeadStageVariantMatchesReference) {  // rope.head_stage=1, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
+  ropetest::run_tuned(rng, {ropetest::head_stage(1), ropetest::head_stage(2)}, [&](Backend b) {
     ropetest::staged_cases() = 0;
     run_all(rng, b);
     if (b == Backend::emulator) {
@@ -161,7 +161,7 @@ TEST(RopeKvCacheWriteKernel, PipelineVariantMatchesReference) {
       t.rope_pipeline = 2;  // 1 (the default) pipelines only the ops without caches
       t.rope_v_stage = v_stage;
       SCOPED_TRACE(::testing::Message() << "rope.heads=" << heads << " rope.v_stage=" << v_stage);
-      ropetest::run_tuned({t}, [&](Backend b) {
+      ropetest::run_tuned(rng, {t}, [&](Backend b) {
         int pipelined = 0, cases = 0;
         for (const KvShape& s : pipe_shapes)
           for (const Variant& var : variants()) {
@@ -203,7 +203,7 @@ TEST(RopeKvCacheWriteKernel, PipelineVariantMatchesReference) {
 
 TEST(RopeKvCacheWriteKernel, UnstagedVariantsMatchReference) {  // rope.head_stage=0, one and two heads
   TEJAS_SEEDED_TEST_RNG();
-  ropetest::run_tuned({ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
+  ropetest::run_tuned(rng, {ropetest::unstaged(1), ropetest::unstaged(2)}, [&](Backend b) { run_all(rng, b); });
 }
 
 // Llama-3-8B-like heads, 4 tokens, one skipped: only the compulsory bytes move - q and k rotary
@@ -631,7 +631,7 @@ TEST(RopeKvCacheWriteKernel, SplitMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const KvShape walking[] = {{3, 2, 67, 128, 128, 2, 4}, {2, 1, 1, 16384, 16384, 2, 1}, {3, 2, 1, 16384, 8192, 2, 2},
                              {5, 2, 3, 9, 8, 2, 4}};
-  ropetest::run_tuned({kv_split(2)}, [&](Backend b) {
+  ropetest::run_tuned(rng, {kv_split(2)}, [&](Backend b) {
     for (const KvShape& s : kShapes)
       for (const Variant& var : variants()) {
         run_case(rng, s, var, b);
@@ -774,7 +774,7 @@ TEST(RopeKvCacheWriteKernel, SplitPipelineMatchesReference) {
   const KvShape pipe_shapes[] = {{40, 4, 2, 64, 64, 6, 8}, {29, 8, 2, 128, 128, 4, 16}, {1, 2, 1, 64, 64, 1, 4},
                                  {33, 3, 3, 32, 32, 5, 8}};
   const detail::Tune t = split_at_every_size(1);
-  ropetest::run_tuned({t}, [&](Backend b) {
+  ropetest::run_tuned(rng, {t}, [&](Backend b) {
     int pipelined = 0, cases = 0;
     for (const KvShape& s : pipe_shapes)
       for (const Variant& var : variants()) {
