@@ -287,7 +287,9 @@ TEST(RopeKernel, PipelineFallbackMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
   const rotary::ScopedPipelineFallback fallback;
-  ropetest::run_tuned(rng, {ropetest::head_stage(2)}, [&](Backend b) {
+  detail::Tune t = ropetest::head_stage(2);  // (rope_tune turns the pipeline off)
+  t.rope_pipeline = 1;
+  ropetest::run_tuned(rng, {t}, [&](Backend b) {
     for (const Shape& s : {Shape{64, 4, 2, 64, 64, 0}, Shape{45, 3, 1, 128, 64, 8}})
       for (DType qt : {DType::bf16, DType::f16}) {
         run_and_compare(rng, s, qt, DType::f32, RopeStyle::neox, b);
