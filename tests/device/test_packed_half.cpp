@@ -72,8 +72,8 @@ void check_ops(check::Rng& rng) {
       const double p = x * y;  // exact in double
       bool ok = std::isnan(p) ? is_nan16<H>(mul) : mul == ref::encode(dt, p);
       ok = ok && (std::isnan(x + y) ? is_nan16<H>(add) : H::to_f32(add) == static_cast<float>(ref::decode(dt, ref::encode(dt, x + y))));
-      // min / max: bit for bit the smaller / larger operand (equal operands, two zeros of
-      // different signs, are outside the model: packed_half.h).
+      // min / max: bit for bit the smaller / larger operand (equal operands: the same bits, or
+      // two zeros, checked below).
       if (x != y) ok = ok && mn == (x < y ? la : lb) && mx == (x < y ? lb : la);
       // min / max.NaN agree with them away from NaN.
       const uint16_t mn_nan = lane_of(num::hmin2_nan<H>(a, b)), mx_nan = lane_of(num::hmax2_nan<H>(a, b));
@@ -95,6 +95,19 @@ void check_ops(check::Rng& rng) {
   EXPECT_EQ(num::hmax2_nan<H>(two, nan_lo), (two & 0xFFFF0000u) | num::kCanonicalNaN16);
   EXPECT_EQ(num::hmin2_nan<H>(two, nan2), 0x7FFF7FFFu);
   EXPECT_EQ(num::hmax2_nan<H>(nan2, nan2), 0x7FFF7FFFu);
+  // Two NaNs (non-canonical payloads): the canonical NaN from every form (the headers' __hmin2 /
+  // __hmax2: "If both inputs are NaNs, then canonical NaN is returned").
+  const uint32_t nan_a = 0x7FC17FC1u, nan_b = 0xFFC2FFC2u;
+  EXPECT_EQ(num::hmin2<H>(nan_a, nan_b), 0x7FFF7FFFu);
+  EXPECT_EQ(num::hmax2<H>(nan_b, nan_a), 0x7FFF7FFFu);
+  // Zeros of both signs, either order, each lane its own: -0 below +0 ("+0.0 > -0.0").
+  const uint32_t lo_neg = 0x00008000u, hi_neg = 0x80000000u;  // (-0 low, +0 high), (+0 low, -0 high)
+  EXPECT_EQ(num::hmin2<H>(lo_neg, hi_neg), 0x80008000u);
+  EXPECT_EQ(num::hmax2<H>(lo_neg, hi_neg), 0x00000000u);
+  EXPECT_EQ(num::hmin2<H>(hi_neg, lo_neg), 0x80008000u);
+  EXPECT_EQ(num::hmax2<H>(hi_neg, lo_neg), 0x00000000u);
+  EXPECT_EQ(num::hmin2_nan<H>(lo_neg, hi_neg), 0x80008000u);
+  EXPECT_EQ(num::hmax2_nan<H>(hi_neg, lo_neg), 0x00000000u);
 }
 
 }  // namespace

@@ -59,11 +59,10 @@ __device__ __forceinline__ uint32_t as_word(typename Half2Type<H>::Pair p) {
 
 enum class HalfOp { mul, add, min, max, min_nan, max_nan };
 
-// Host model of one lane: min / max return the other operand for one NaN (as min / max.bf16x2);
-// min_nan / max_nan (min / max.NaN) return the canonical NaN when either operand is NaN.
-// Not modelled (the kernels' min / max always have a nonzero constant as one operand): two
-// zeros of different signs and, for min / max, two NaNs (the model returns the first operand;
-// the GPU orders -0 below +0 and returns its canonical NaN).
+// Host model of one lane, as cuda_bf16.h / cuda_fp16.h state __hmin2 / __hmax2 and their _nan
+// forms (min / max.bf16x2, .f16x2 and .NaN): min / max return the other operand for one NaN and
+// the canonical NaN for two; min_nan / max_nan the canonical NaN when either operand is NaN;
+// both order -0 below +0.
 template <class H, HalfOp kOp>
 __host__ __device__ inline uint16_t host_lane(uint16_t a, uint16_t b) {
   const double x = H::to_f32(a), y = H::to_f32(b);
@@ -71,11 +70,14 @@ __host__ __device__ inline uint16_t host_lane(uint16_t a, uint16_t b) {
     return Half2Type<H>::from_d(x * y).x;
   } else if constexpr (kOp == HalfOp::add) {
     return Half2Type<H>::from_d(x + y).x;
-  } else if constexpr (kOp == HalfOp::min_nan || kOp == HalfOp::max_nan) {
-    if (x != x || y != y) return kCanonicalNaN16;
-    return (kOp == HalfOp::min_nan ? y < x : y > x) ? b : a;
   } else {
-    const bool take_b = x != x ? true : y != y ? false : kOp == HalfOp::min ? y < x : y > x;
+    const bool a_nan = x != x, b_nan = y != y;
+    if (kOp == HalfOp::min_nan || kOp == HalfOp::max_nan ? a_nan || b_nan : a_nan && b_nan) return kCanonicalNaN16;
+    if (a_nan || b_nan) return a_nan ? b : a;
+    // b below a: smaller, or the same zero with b's sign bit set and a's clear.
+    const bool b_below = y < x || (y == x && (b & 0x8000u) != 0 && (a & 0x8000u) == 0);
+    const bool a_below = x < y || (x == y && (a & 0x8000u) != 0 && (b & 0x8000u) == 0);
+    const bool take_b = kOp == HalfOp::min || kOp == HalfOp::min_nan ? b_below : a_below;
     return take_b ? b : a;
   }
 }

@@ -272,7 +272,7 @@ __device__ __forceinline__ void finish_row(const NormParams& p, const RowSlot& r
 #pragma unroll
   for (int k = 0; k < I; ++k)
 #pragma unroll
-    for (int e = 0; e < V; ++e) ss += v[k][e] * v[k][e];
+    for (int e = 0; e < V; ++e) ss = fmaf(v[k][e], v[k][e], ss);  // nvcc contracts it: written out for the emulator
   if constexpr (kOneReduce) {
     // The norm.fp8_one_reduction variant (config.h): fp8 dynamic output, 16-byte rows, no tail,
     // a 16-bit weight. The weight comes first, and the row's amax as inv_rms x max|v w| travels
@@ -675,7 +675,7 @@ __global__ void __launch_bounds__(kWarpPipeThreads, kWarpPipeMinCtas) norm_warp_
       // roundings deep (kernel_harness.h's error budget).
       float part = 0.0f;
 #pragma unroll
-      for (int e = 0; e < V; ++e) part += v[e] * v[e];
+      for (int e = 0; e < V; ++e) part = fmaf(v[e], v[e], part);  // nvcc contracts it: written out for the emulator
       ss += part;
     }
     ss = dev::warp_allreduce(ss, dev::SumOp{});
