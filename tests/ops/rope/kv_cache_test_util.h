@@ -1,14 +1,15 @@
 // Shared by the rope_kv_cache_write tests: the buffers of one call, and the check of cache rows.
 #pragma once
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "check/cuda_mem.h"
 #include "check/host_tensor.h"
 #include "device/clean_verdict.h"
 #include "device/numeric/clean_multiplier.h"
@@ -18,6 +19,7 @@
 #include "ops/common/ref_numeric.h"
 #include "ops/rope/plan.h"
 #include "ops/rope/rope_test_util.h"
+#include "support/device_guards.h"
 #include "tejas/rope.h"
 
 namespace tejas::ropetest {
@@ -32,6 +34,50 @@ struct KvBuffers {
     const bool fp8 = dtype_is_fp8(k_cache.dtype());
     return PagedKvCache{k_cache.view(), v_cache.view(), fp8 ? k_scale.view() : TensorView{},
                         fp8 ? v_scale.view() : TensorView{}};
+  }
+};
+
+// A KvBuffers on the GPU (the cuda cases): every tensor mirrored (uploaded by the constructor's
+// caller through upload()), the paged cache of the device copies, and after the call and a
+// synchronize, download(): q, k, v and both caches back into b, every mirror's device guards checked
+// (inputs too: a stray store may land past any tensor).
+struct DeviceKv {
+  check::DeviceMirror pos, cos, q, k, v, slots, k_cache, v_cache, k_scale, v_scale;
+
+  Status upload(const KvBuffers& b) {
+    for (auto [m, h] : {std::pair{&pos, &b.pos},
+                        {&cos, &b.cache},
+                        {&q, &b.q},
+                        {&k, &b.k},
+                        {&v, &b.v},
+                        {&slots, &b.slots},
+                        {&k_cache, &b.k_cache},
+                        {&v_cache, &b.v_cache},
+                        {&k_scale, &b.k_scale},
+                        {&v_scale, &b.v_scale}})
+      TEJAS_RETURN_IF_ERROR(m->upload(*h));
+    return Status::Ok();
+  }
+  PagedKvCache paged(const KvBuffers& b) const {
+    const bool fp8 = dtype_is_fp8(b.k_cache.dtype());
+    return PagedKvCache{k_cache.view(), v_cache.view(), fp8 ? k_scale.view() : TensorView{},
+                        fp8 ? v_scale.view() : TensorView{}};
+  }
+  void download(KvBuffers& b) const {
+    for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&k_cache, &b.k_cache}, {&v_cache, &b.v_cache}}) {
+      const Status st = m->download(*h);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+    }
+    testsupport::expect_device_guards({{&pos, "positions"},
+                                       {&cos, "cos_sin"},
+                                       {&q, "q"},
+                                       {&k, "k"},
+                                       {&v, "v"},
+                                       {&slots, "slots"},
+                                       {&k_cache, "k_cache"},
+                                       {&v_cache, "v_cache"},
+                                       {&k_scale, "k_scale"},
+                                       {&v_scale, "v_scale"}});
   }
 };
 

@@ -334,26 +334,12 @@ void write_fused(KvBuffers& b, Backend backend, RopeStyle style) {
         rope_kv_cache_write(ropetest::backend_ctx(backend), b.pos, b.q, b.k, b.v, b.cache, style, b.slots, b.paged()));
     return;
   }
-  check::DeviceMirror pos, cos, q, k, v, slots, kc, vc, ks, vs;
-  for (auto [m, h] : {std::pair{&pos, &b.pos}, {&cos, &b.cache}, {&q, &b.q}, {&k, &b.k}, {&v, &b.v}, {&slots, &b.slots},
-                      {&kc, &b.k_cache}, {&vc, &b.v_cache}, {&ks, &b.k_scale}, {&vs, &b.v_scale}})
-    TEJAS_ASSERT_OK(m->upload(*h));
-  const bool fp8 = dtype_is_fp8(b.k_cache.dtype());
-  const PagedKvCache dc{kc.view(), vc.view(), fp8 ? ks.view() : TensorView{}, fp8 ? vs.view() : TensorView{}};
-  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), pos.view(), q.view(), k.view(), v.view(),
-                                      cos.view(), style, slots.view(), dc));
+  ropetest::DeviceKv d;
+  TEJAS_ASSERT_OK(d.upload(b));
+  TEJAS_ASSERT_OK(rope_kv_cache_write(ropetest::backend_ctx(backend), d.pos.view(), d.q.view(), d.k.view(), d.v.view(),
+                                      d.cos.view(), style, d.slots.view(), d.paged(b)));
   TEJAS_ASSERT_OK(check::device_synchronize());
-  for (auto [m, h] : {std::pair{&q, &b.q}, {&k, &b.k}, {&kc, &b.k_cache}, {&vc, &b.v_cache}}) TEJAS_ASSERT_OK(m->download(*h));
-  testsupport::expect_device_guards({{&pos, "positions"},
-                                     {&cos, "cos_sin"},
-                                     {&q, "q"},
-                                     {&k, "k"},
-                                     {&v, "v"},
-                                     {&slots, "slots"},
-                                     {&kc, "k_cache"},
-                                     {&vc, "v_cache"},
-                                     {&ks, "k_scale"},
-                                     {&vs, "v_scale"}});
+  d.download(b);
 }
 
 // Power-of-two scales, the exact path (the conversion's own rounding, no midpoint test): every
