@@ -25,7 +25,8 @@
 
 namespace tejas::num {
 
-// The canonical NaN of bf16 and f16 (PTX ISA): what min / max.NaN return for a NaN lane.
+// The canonical NaN of bf16 and f16 (PTX ISA): what min / max.NaN return for a NaN lane, and
+// min / max for two.
 inline constexpr uint16_t kCanonicalNaN16 = 0x7FFF;
 
 namespace detail {

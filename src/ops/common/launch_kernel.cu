@@ -71,11 +71,11 @@ Status launch_kernel_args(const char* op, const ExecContext& ctx, const void* ke
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
-  config.stream = static_cast<cudaStream_t>(ctx.stream);
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  config.stream = stream;
   cudaLaunchAttribute attr[1];
   // Not on the legacy default stream (a null ctx.stream, or its explicit handle), which
   // synchronizes with every blocking stream: engines run their steps on streams of their own.
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (ctx.pdl && stream != nullptr && stream != cudaStreamLegacy && programmatic_launch_available(kernel)) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;

@@ -1,7 +1,7 @@
 // detail::launch_kernel: the ops' one way to launch a kernel on the cuda backend. On ctx.stream,
 // with `smem` bytes of dynamic shared memory; with ctx.pdl, as a programmatic dependent launch
 // where the GPU and the kernel's code allow it (programmatic_launch_available) and the stream is
-// not the legacy default stream (a null ctx.stream: launched in plain order there); under
+// not the legacy default stream (a null ctx.stream or cudaStreamLegacy: plain order there); under
 // detail::ScopedDryLaunch nothing is launched (Ok). A launch error comes back as a Status naming
 // the op, and is cleared from the runtime's error state. No synchronization, no allocation: safe
 // under CUDA-graph capture (a programmatic launch becomes a programmatic edge of the graph).

@@ -384,11 +384,12 @@ TEST(KvCacheWrite, Fp8CachesAtCleanScales) {
 // query failed: kv_write_kernel, which checks its scales too).
 TEST(KvCacheWrite, PipelineVariantAtCleanScales) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);
   for (bool fallback : {false, true}) {
     std::optional<rotary::ScopedPipelineFallback> forced;
     if (fallback) forced.emplace();
     fp8_clean_scales(rng, Backend::emulator, 3);
-    if (check::cuda_available()) fp8_clean_scales(rng, Backend::cuda, 3);
+    if (check::cuda_available()) fp8_clean_scales(rngs(Backend::cuda), Backend::cuda, 3);
     EXPECT_EQ(rotary::last_launch().pipeline, !fallback);
   }
 }
@@ -464,6 +465,7 @@ TEST(KvCacheWrite, PartialBlockRunsEveryScaleTest) {
 TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
   TEJAS_SEEDED_TEST_RNG();
   const std::vector<Backend> backends = testsupport::kernel_backends();
+  testsupport::BackendRngs rngs(rng);
   for (Backend backend : backends) {
     detail::Tune t;
     t.rope_pipeline = 3;
@@ -476,12 +478,12 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
       const bool eligible = s.D % 8 == 0 && s.Hk * (s.D / 8) <= 512;
       for (DType dt : {DType::bf16, DType::f16})
         for (DType cache_dt : {dt, DType::e4m3, DType::e5m2}) {
-          run(rng, s, dt, cache_dt, backend);
+          run(rngs(backend), s, dt, cache_dt, backend);
           EXPECT_EQ(rotary::last_launch().pipeline, eligible)
               << "T " << s.T << " Hk " << s.Hk << " D " << s.D << " on " << backend_name(backend);
           if (eligible && dt == DType::bf16) {  // the occupancy fallback: kv_write_kernel, no shared memory
             const rotary::ScopedPipelineFallback fallback;
-            run(rng, s, dt, cache_dt, backend);
+            run(rngs(backend), s, dt, cache_dt, backend);
             const rotary::RopeLaunch l = rotary::last_launch();
             EXPECT_FALSE(l.pipeline);
             EXPECT_TRUE(l.params.kv_loads_first);
@@ -494,8 +496,8 @@ TEST(KvCacheWrite, PipelineVariantMatchesExpectation) {
     }
   }
   for (Backend backend : backends) {
-    fp8_hard_values(rng, 1, backend, 3);
-    fp8_power_of_two_scales(rng, 1, backend, 3);
+    fp8_hard_values(rngs(backend), 1, backend, 3);
+    fp8_power_of_two_scales(rngs(backend), 1, backend, 3);
   }
   detail::Tune t;
   t.rope_pipeline = 3;
@@ -536,6 +538,7 @@ TEST(KvCacheWrite, NonFiniteValuesAsReference) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
   const KvShape s{3, 1, 2, 64, 2, 2, 4};  // 8 slots, every token cached; 16 vectors of 8 per token
   const std::vector<Backend> backends = testsupport::kernel_backends();
+  testsupport::BackendRngs rngs(rng);
   for (int pipeline : {1, 3}) {
     detail::Tune t;
     t.rope_pipeline = pipeline;
@@ -546,7 +549,7 @@ TEST(KvCacheWrite, NonFiniteValuesAsReference) {
           for (DType cache_dt : {dt, DType::e4m3, DType::e5m2}) {
             SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " -> " << dtype_name(cache_dt) << " on "
                                               << backend_name(backend) << " rope.pipeline=" << pipeline);
-            KvBuffers b = ropetest::make_kv_buffers(rng, s, dt, cache_dt, DType::f32, kMaxPos, 0);
+            KvBuffers b = ropetest::make_kv_buffers(rngs(backend), s, dt, cache_dt, DType::f32, kMaxPos, 0);
             for (int64_t tok = 0; tok < s.T; ++tok) {
               b.k.set({tok, 0, 1 + tok}, kNaN);
               b.k.set({tok, 1, 7}, kInf);

@@ -286,12 +286,14 @@ struct PlanInputs {
 TEST(RopeKernel, PipelineFallbackMatchesReference) {
   TEJAS_SEEDED_TEST_RNG();
   const detail::ScopedTuneOverride defaults(detail::Tune{});
-  const rotary::ScopedPipelineFallback fallback;
   detail::Tune t = ropetest::head_stage(2);  // (rope_tune turns the pipeline off)
   t.rope_pipeline = 1;
   ropetest::run_tuned(rng, {t}, [&](Backend b) {
     for (const Shape& s : {Shape{64, 4, 2, 64, 64, 0}, Shape{45, 3, 1, 128, 64, 8}})
       for (DType qt : {DType::bf16, DType::f16}) {
+        run_and_compare(rng, s, qt, DType::f32, RopeStyle::neox, b);
+        EXPECT_TRUE(rotary::last_launch().pipeline) << "the case must plan the pipeline to test its fallback";
+        const rotary::ScopedPipelineFallback fallback;
         run_and_compare(rng, s, qt, DType::f32, RopeStyle::neox, b);
         EXPECT_FALSE(rotary::last_launch().pipeline);
         EXPECT_TRUE(rotary::last_launch().params.head_stage);
