@@ -15,6 +15,7 @@
 #include "ops/activation/launch.h"
 #include "runtime/alignment.h"
 #include "runtime/tune.h"
+#include "support/backends.h"
 #include "support/device_guards.h"
 #include "support/poison.h"
 #include "support/seed.h"
@@ -136,6 +137,7 @@ inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const Gat
   detail::Tune t;
   t.activation_fast_math = fast_math;
   const detail::ScopedTuneOverride variant(t);
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   int fast = 0;
   for (DType dt : {DType::bf16, DType::f16, DType::f32})
     for (const KCase& k : kKernelCases) {
@@ -144,10 +146,7 @@ inline int run_math_cases(check::Rng& rng, int fast_math, Which which, const Gat
       EXPECT_EQ(c.fast_math, fast_math == 1 && dt != DType::f32 && c.vec_bytes == act::kMaxVecBytes)
           << dtype_name(dt) << " T=" << k.T << " F=" << k.F << ": " << c.to_string();
       fast += c.fast_math ? 1 : 0;
-      if (check::cuda_available()) {
-        check::Rng gpu_rng = testsupport::side_rng(rng);  // the emulator's inputs the same without a GPU
-        run_gated_case_cuda(gpu_rng, dt, k, call, which, gate_sd, o);
-      }
+      if (check::cuda_available()) run_gated_case_cuda(rngs(Backend::cuda), dt, k, call, which, gate_sd, o);
     }
   return fast;
 }

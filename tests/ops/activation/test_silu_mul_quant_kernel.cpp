@@ -15,6 +15,7 @@
 #include "ops/activation/fused_cases.h"
 #include "ops/activation/gated_kernel_cases.h"
 #include "runtime/tune.h"
+#include "support/backends.h"
 #include "support/poison.h"
 #include "support/seed.h"
 
@@ -98,11 +99,6 @@ void run_case(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOp
 
 // The same case on the GPU (defined below).
 void run_case_cuda(check::Rng& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {});
-// Among emulator cases: drawing from testsupport::side_rng(rng), so that the emulator's inputs
-// under a seed are the same without a GPU.
-void run_case_cuda(check::Rng&& rng, Kind k, DType dt, const FCase& c, const SiluMulOptions& opt = {}) {
-  run_case_cuda(rng, k, dt, c, opt);
-}
 
 class SiluMulQuantKernel : public ::testing::TestWithParam<Kind> {};
 
@@ -130,11 +126,12 @@ TEST_P(SiluMulQuantKernel, OneColumnBlockMatchesExpectation) {
 // kCases[4] (F = 384, padded rows) has the NaN group for every kind. The GPU too when present.
 TEST_P(SiluMulQuantKernel, NonFiniteGroupsUnderEachPoison) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   const bool gpu = check::cuda_available();
   for (DType dt : {DType::bf16, DType::f16})
     testsupport::for_each_poison([&] {
       run_case(rng, GetParam(), dt, kCases[4]);
-      if (gpu) run_case_cuda(testsupport::side_rng(rng), GetParam(), dt, kCases[4]);
+      if (gpu) run_case_cuda(rngs(Backend::cuda), GetParam(), dt, kCases[4]);
     });
 }
 
@@ -163,6 +160,7 @@ TEST_P(SiluMulQuantKernel, FewAndOddGroupCounts) {
 // (F = 16384) and misaligned views; the GPU too when present.
 TEST_P(SiluMulQuantKernel, Clamped) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   const bool gpu = check::cuda_available();
   for (double limit : {7.0, 6.9}) {
     SiluMulOptions o;
@@ -171,7 +169,7 @@ TEST_P(SiluMulQuantKernel, Clamped) {
     for (DType dt : {DType::bf16, DType::f16})
       for (const FCase& c : {kCases[0], kCases[1], kCases[3], kCases[5]}) {
         run_case(rng, GetParam(), dt, c, o);
-        if (gpu) run_case_cuda(testsupport::side_rng(rng), GetParam(), dt, c, o);
+        if (gpu) run_case_cuda(rngs(Backend::cuda), GetParam(), dt, c, o);
       }
   }
 }
@@ -220,6 +218,7 @@ TEST_P(SiluMulQuantKernel, CudaMatchesExpectation) {
 // setting names must be the one that ran.
 TEST_P(SiluMulQuantKernel, FastAndAccurateMathMatchExpectation) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   const Kind k = GetParam();
   {
     const detail::ScopedTuneOverride defaults(detail::Tune{});  // on by default, whatever TEJAS_TUNE says
@@ -238,11 +237,11 @@ TEST_P(SiluMulQuantKernel, FastAndAccurateMathMatchExpectation) {
       for (const FCase& c : kCases) {
         run_case(rng, k, dt, c);
         EXPECT_EQ(act::last_quant_config().fast_math, fast == 1);
-        if (gpu) run_case_cuda(testsupport::side_rng(rng), k, dt, c);
+        if (gpu) run_case_cuda(rngs(Backend::cuda), k, dt, c);
       }
     for (const FCase& c : {kCases[1], kCases[5]}) {
       run_case(rng, k, DType::bf16, c, clamped);
-      if (gpu) run_case_cuda(testsupport::side_rng(rng), k, DType::bf16, c, clamped);
+      if (gpu) run_case_cuda(rngs(Backend::cuda), k, DType::bf16, c, clamped);
     }
   }
 }
@@ -254,6 +253,7 @@ TEST_P(SiluMulQuantKernel, FastAndAccurateMathMatchExpectation) {
 // extra check: each is also judged against the expectation).
 TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   const Kind k = GetParam();
   const bool fp4 = k == Kind::mxfp4 || k == Kind::nvfp4;
   for (DType dt : {DType::bf16, DType::f16}) {
@@ -271,7 +271,7 @@ TEST_P(SiluMulQuantKernel, PackedFp4SettingsMatchExpectationAndEachOther) {
         if (packed == 0) {
           run_case(rng, k, dt, c);
           if (check::cuda_available()) {  // the GPU's unpacked conversions
-            run_case_cuda(testsupport::side_rng(rng), k, dt, c);
+            run_case_cuda(rngs(Backend::cuda), k, dt, c);
             EXPECT_FALSE(act::last_quant_config().packed_fp4) << "cuda";
           }
         }

@@ -198,6 +198,7 @@ TEST(KvCacheWrite, EmulatorCounters) {
 // kv-only path, with rope.heads and rope.v_prefetch on top) change no result.
 TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
   TEJAS_SEEDED_TEST_RNG();
+  testsupport::BackendRngs rngs(rng);  // the GPU cases' draws apart from the emulator's
   for (int heads : {1, 2}) {
     detail::Tune t = heads == 2 ? ropetest::two_heads() : detail::Tune{};
     t.rope_v_prefetch = 1;
@@ -205,10 +206,7 @@ TEST(KvCacheWrite, TunedVariantsMatchExpectation) {
     const detail::ScopedTuneOverride variants(t);
     SCOPED_TRACE(::testing::Message() << "rope.kv_loads_first=0 rope.heads=" << heads);
     run_all(rng, Backend::emulator);
-    if (check::cuda_available()) {
-      check::Rng gpu_rng = testsupport::side_rng(rng);
-      run_all(gpu_rng, Backend::cuda);
-    }
+    if (check::cuda_available()) run_all(rngs(Backend::cuda), Backend::cuda);
   }
 }
 
