@@ -15,6 +15,7 @@
 #include "ops/common/ref_numeric.h"
 #include "ops/rope/plan.h"
 #include "runtime/tune.h"
+#include "support/device_guards.h"
 #include "support/seed.h"
 #include "tejas/context.h"
 #include "tejas/rope.h"
@@ -44,6 +45,28 @@ inline ExecContext backend_ctx(Backend b) {
   return ctx;
 }
 inline ExecContext reference_ctx() { return backend_ctx(Backend::reference); }
+
+// rope or mrope as `call(ctx, pos, q, k, cos_sin)` on kernel backend `b` (k's view empty without
+// k heads): the host tensors on the emulator; on the GPU device mirrors of the four, q and k
+// downloaded after, every mirror's device guards checked.
+template <class Call>
+void rotate_on(Backend b, check::HostTensor& pos, check::HostTensor& q, check::HostTensor& k, bool has_k,
+               check::HostTensor& cos_sin, Call&& call) {
+  if (b != Backend::cuda) {
+    TEJAS_ASSERT_OK(call(backend_ctx(b), pos.view(), q.view(), has_k ? k.view() : TensorView{}, cos_sin.view()));
+    return;
+  }
+  check::DeviceMirror dpos, dcache, dq, dk;
+  TEJAS_ASSERT_OK(dpos.upload(pos));
+  TEJAS_ASSERT_OK(dcache.upload(cos_sin));
+  TEJAS_ASSERT_OK(dq.upload(q));
+  TEJAS_ASSERT_OK(dk.upload(k));
+  TEJAS_ASSERT_OK(call(backend_ctx(b), dpos.view(), dq.view(), has_k ? dk.view() : TensorView{}, dcache.view()));
+  TEJAS_ASSERT_OK(check::device_synchronize());
+  TEJAS_ASSERT_OK(dq.download(q));
+  TEJAS_ASSERT_OK(dk.download(k));
+  testsupport::expect_device_guards({{&dpos, "positions"}, {&dcache, "cos_sin"}, {&dq, "q"}, {&dk, "k"}});
+}
 
 // A rope-family tune: `heads` heads' loads in flight per thread (0: per op), the first step's
 // heads staged through shared memory (cp.async) or not, the head prefetch into L2 on or off, on

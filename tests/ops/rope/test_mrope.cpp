@@ -199,22 +199,12 @@ void kernel_vs_reference(check::Rng& rng, Backend backend, std::span<const Shape
         k_ref.copy_from(in.k);
         const auto kv = [&](const HostTensor& k) { return s.Hk ? k.view() : TensorView{}; };
         TEJAS_ASSERT_OK(mrope(reference_ctx(), in.pos, q_ref, kv(k_ref), in.cache, s.section));
-        if (backend == Backend::emulator) {
-          TEJAS_ASSERT_OK(mrope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, s.section));
-          if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
-        } else {
-          check::DeviceMirror pos, cache, q, k;
-          TEJAS_ASSERT_OK(pos.upload(in.pos));
-          TEJAS_ASSERT_OK(cache.upload(in.cache));
-          TEJAS_ASSERT_OK(q.upload(in.q));
-          TEJAS_ASSERT_OK(k.upload(in.k));
-          TEJAS_ASSERT_OK(mrope(backend_ctx(backend), pos.view(), q.view(), s.Hk ? k.view() : TensorView{},
-                                cache.view(), s.section));
-          TEJAS_ASSERT_OK(check::device_synchronize());
-          TEJAS_ASSERT_OK(q.download(in.q));
-          TEJAS_ASSERT_OK(k.download(in.k));
-          testsupport::expect_device_guards({{&pos, "positions"}, {&cache, "cos_sin"}, {&q, "q"}, {&k, "k"}});
-        }
+        ASSERT_NO_FATAL_FAILURE(
+            ropetest::rotate_on(backend, in.pos, in.q, in.k, s.Hk > 0, in.cache,
+                                [&](const ExecContext& ctx, TensorView pos, TensorView q, TensorView k,
+                                    TensorView cos_sin) { return mrope(ctx, pos, q, k, cos_sin, s.section); }));
+        if (backend == Backend::emulator && detail::tune().rope_head_stage)
+          ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
         if (pipelined != nullptr) *pipelined += rotary::last_launch().pipeline;
         auto r = ropetest::compare_rotated(in.q, q_ref, RopeStyle::neox, s.rotary);
         EXPECT_TRUE(r.ok) << "q: " << r.message;

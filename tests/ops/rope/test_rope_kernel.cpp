@@ -77,21 +77,13 @@ void run_and_compare(check::Rng& rng, const Shape& s, DType qt, DType ct, RopeSt
   const auto k_before = optest::bits_of(in.k);
   const auto kv = [&](const HostTensor& k) { return s.Hk ? k.view() : TensorView{}; };
   TEJAS_ASSERT_OK(rope(ropetest::reference_ctx(), in.pos, q_ref, kv(k_ref), in.cache, style));
-  if (backend == Backend::emulator) {
-    TEJAS_ASSERT_OK(rope(backend_ctx(backend), in.pos, in.q, kv(in.k), in.cache, style));
-    if (detail::tune().rope_head_stage) ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
-  } else {
-    check::DeviceMirror pos, cache, q, k;
-    TEJAS_ASSERT_OK(pos.upload(in.pos));
-    TEJAS_ASSERT_OK(cache.upload(in.cache));
-    TEJAS_ASSERT_OK(q.upload(in.q));
-    TEJAS_ASSERT_OK(k.upload(in.k));
-    TEJAS_ASSERT_OK(rope(backend_ctx(backend), pos.view(), q.view(), s.Hk ? k.view() : TensorView{}, cache.view(), style));
-    TEJAS_ASSERT_OK(check::device_synchronize());
-    TEJAS_ASSERT_OK(q.download(in.q));
-    TEJAS_ASSERT_OK(k.download(in.k));
-    testsupport::expect_device_guards({{&pos, "positions"}, {&cache, "cos_sin"}, {&q, "q"}, {&k, "k"}});
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      ropetest::rotate_on(backend, in.pos, in.q, in.k, s.Hk > 0, in.cache,
+                          [&](const ExecContext& ctx, TensorView pos, TensorView q, TensorView k, TensorView cos_sin) {
+                            return rope(ctx, pos, q, k, cos_sin, style);
+                          }));
+  if (backend == Backend::emulator && detail::tune().rope_head_stage)
+    ropetest::expect_head_stage_bytes(s.T, s.Hq + s.Hk, s.rotary, qt);
   auto r = ropetest::compare_rotated(in.q, q_ref, style, s.rotary);
   EXPECT_TRUE(r.ok) << "q: " << r.message;
   if (s.Hk) {
