@@ -5,12 +5,58 @@
 #include <vector>
 
 #include "bench/device_arena.h"
+#include "check/cuda_mem.h"
+#include "ops/probe/probe.h"
 
 #if TEJAS_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
 
 namespace tejas::bench {
+
+namespace {
+constexpr int kFlushVecs = 4;  // the read pass's vectors per thread: all 4 loads before the first wait
+}  // namespace
+
+const char* flush_mode_name(FlushMode m) {
+  switch (m) {
+    case FlushMode::dirty:
+      return "dirty";
+    case FlushMode::clean:
+      return "clean";
+    case FlushMode::none:
+      return "none";
+  }
+  return "?";
+}
+
+bool parse_flush_mode(const std::string& text, FlushMode* out) {
+  for (FlushMode m : {FlushMode::dirty, FlushMode::clean, FlushMode::none})
+    if (text == flush_mode_name(m)) {
+      *out = m;
+      return true;
+    }
+  return false;
+}
+
+Status L2Flush::make(FlushMode mode, size_t bytes, DeviceArena& arena, L2Flush* out) {
+  L2Flush f;
+  f.mode_ = mode;
+  if (mode != FlushMode::none) {
+    if (bytes == 0 || bytes % probe::kVecBytes != 0)
+      return Status::InvalidArgument("L2 flush: bytes: expected a positive multiple of 16, got " +
+                                     std::to_string(bytes));
+    f.bytes_ = bytes;
+    TEJAS_RETURN_IF_ERROR(arena.bytes(bytes, &f.buffer_));
+  }
+  if (mode == FlushMode::clean) {
+    f.sink_bytes_ =
+        static_cast<size_t>(probe::stream_read_sink_bytes(static_cast<int64_t>(bytes / probe::kVecBytes), kFlushVecs));
+    TEJAS_RETURN_IF_ERROR(arena.bytes(f.sink_bytes_, &f.sink_));
+  }
+  *out = f;
+  return Status::Ok();
+}
 
 std::string gpu_key(const DeviceInfo& d) {
   for (const char* key : {"H200", "H100", "B200"}) {
@@ -75,14 +121,34 @@ DeviceInfo device_info() {
   return d;
 }
 
-Status time_launch(const std::function<Status()>& launch, int warmup, int iters, void* flush, size_t flush_bytes,
-                   Timing* out) {
+Status L2Flush::run(int i) const {
+  switch (mode_) {
+    case FlushMode::none:
+      return Status::Ok();
+    case FlushMode::dirty:
+      return check_cuda(cudaMemsetAsync(buffer_, i & 0xFF, bytes_), "L2 flush");
+    case FlushMode::clean: {
+      const int device = check::current_device_index();
+      const TensorView src =
+          TensorView::contiguous(buffer_, DType::u8, {static_cast<int64_t>(bytes_)}, Device::cuda, device);
+      const TensorView sink =
+          TensorView::contiguous(sink_, DType::u8, {static_cast<int64_t>(sink_bytes_)}, Device::cuda, device);
+      ExecContext ctx;  // the legacy stream, in order
+      ctx.backend = Backend::cuda;
+      const Status s = probe::stream_copy(ctx, src, sink, {kFlushVecs, 0, 1, 0});
+      return s.ok() ? s : Status(s.code(), "L2 flush (read pass): " + s.message());
+    }
+  }
+  return Status::Internal("L2 flush: unknown mode");
+}
+
+Status time_launch(const std::function<Status()>& launch, int warmup, int iters, const L2Flush& flush, Timing* out) {
   for (int i = 0; i < warmup; ++i) TEJAS_RETURN_IF_ERROR(launch());
   TEJAS_RETURN_IF_ERROR(check_cuda(cudaDeviceSynchronize(), "warm-up"));
   Events ev;
   std::vector<double> us;
   for (int i = 0; i < iters; ++i) {
-    if (flush) TEJAS_RETURN_IF_ERROR(check_cuda(cudaMemsetAsync(flush, i & 0xFF, flush_bytes), "L2 flush"));
+    TEJAS_RETURN_IF_ERROR(flush.run(i));
     TEJAS_RETURN_IF_ERROR(check_cuda(cudaEventRecord(ev.start), "cudaEventRecord"));
     TEJAS_RETURN_IF_ERROR(launch());
     TEJAS_RETURN_IF_ERROR(check_cuda(cudaEventRecord(ev.stop), "cudaEventRecord"));
@@ -98,7 +164,7 @@ Status time_launch(const std::function<Status()>& launch, int warmup, int iters,
   return Status::Ok();
 }
 
-Status measure_copy(size_t bytes, int iters, void* flush, size_t flush_bytes, double* bytes_per_s, Timing* t) {
+Status measure_copy(size_t bytes, int iters, const L2Flush& flush, double* bytes_per_s, Timing* t) {
   DeviceArena arena(0);
   void *src = nullptr, *dst = nullptr;
   TEJAS_RETURN_IF_ERROR(arena.bytes(bytes, &src));
@@ -106,7 +172,7 @@ Status measure_copy(size_t bytes, int iters, void* flush, size_t flush_bytes, do
   TEJAS_RETURN_IF_ERROR(check_cuda(cudaMemset(src, 1, bytes), "cudaMemset"));
   constexpr int kWarmup = 2;
   auto launch = [&] { return check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); };
-  TEJAS_RETURN_IF_ERROR(time_launch(launch, kWarmup, iters, flush, flush_bytes, t));
+  TEJAS_RETURN_IF_ERROR(time_launch(launch, kWarmup, iters, flush, t));
   *bytes_per_s = 2.0 * static_cast<double>(bytes) / (t->median_us * 1e-6);
   return Status::Ok();
 }
@@ -119,10 +185,11 @@ DeviceInfo device_info() {
   d.why_absent = kNoCuda;
   return d;
 }
-Status time_launch(const std::function<Status()>&, int, int, void*, size_t, Timing*) {
+Status L2Flush::run(int) const { return mode_ == FlushMode::none ? Status::Ok() : Status::Unsupported(kNoCuda); }
+Status time_launch(const std::function<Status()>&, int, int, const L2Flush&, Timing*) {
   return Status::Unsupported(kNoCuda);
 }
-Status measure_copy(size_t, int, void*, size_t, double*, Timing*) { return Status::Unsupported(kNoCuda); }
+Status measure_copy(size_t, int, const L2Flush&, double*, Timing*) { return Status::Unsupported(kNoCuda); }
 #endif
 
 }  // namespace tejas::bench

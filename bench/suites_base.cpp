@@ -136,7 +136,9 @@ void add_copy_rows(std::vector<Workload>& out) {
 // is left out: 52 registers leave room for 4 blocks): the 1 : 1 curve.
 // Then the read-heavy (2 : 1, 4 : 1: gated activations, quantization) and write-heavy (1 : 2,
 // 1 : 4: dequantization) mixes over 128 MiB planes at 32 and 64 KiB in flight (four loads per
-// thread, 2 and 4 blocks): where each mix's ceiling lies against the copy's. Then the cp.async
+// thread, 2 and 4 blocks): where each mix's ceiling lies against the copy's; and the read pass
+// (1 : 0, 256 MiB, the same two points: the read ceiling, and `--flush clean`'s pass, whose
+// one 16-byte vector per warp adds 1/128 to its bytes). Then the cp.async
 // mode's copies (blocks x stages x vecs x 4 KiB in flight per SM, held in shared memory). A row
 // whose blocks cannot all be resident (registers, shared memory) is unsupported, saying how many
 // can.
@@ -157,14 +159,17 @@ Workload stream_row(int reads, int writes, int blocks, int vecs, int64_t plane_b
                 : cat(plane_bytes / kMiB, " MiB planes, ", reads, " read : ", writes, " written, ", blocks,
                       " x 256 threads per SM, ", per_thread, " per thread: ", in_flight_kib,
                       " KiB of loads in flight per SM");
-  w.cost.bytes = static_cast<double>(plane_bytes) * (reads + writes);
+  // The read pass writes one 16-byte vector per warp.
+  const int64_t dst_bytes =
+      writes > 0 ? plane_bytes * writes : probe::stream_read_sink_bytes(plane_bytes / probe::kVecBytes, vecs);
+  w.cost.bytes = static_cast<double>(plane_bytes * reads + dst_bytes);
   w.prepare = [=](DeviceArena& a, std::function<Status()>* launch) {
     void *src = nullptr, *dst = nullptr;
     TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * reads), &src));
-    TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(plane_bytes * writes), &dst));
+    TEJAS_RETURN_IF_ERROR(a.bytes(static_cast<size_t>(dst_bytes), &dst));
     const int device = check::current_device_index();
     const TensorView s = TensorView::contiguous(src, DType::u8, {plane_bytes * reads}, Device::cuda, device);
-    const TensorView d = TensorView::contiguous(dst, DType::u8, {plane_bytes * writes}, Device::cuda, device);
+    const TensorView d = TensorView::contiguous(dst, DType::u8, {dst_bytes}, Device::cuda, device);
     probe::StreamCopyOptions o{vecs, blocks, reads, writes};
     o.stages = stages;
     probe::StreamCopyLaunch l;
@@ -191,6 +196,7 @@ void add_stream_copy_rows(std::vector<Workload>& out) {
   constexpr int kMixes[][2] = {{2, 1}, {4, 1}, {1, 2}, {1, 4}};
   for (const auto& mix : kMixes)
     for (int blocks : {2, 4}) out.push_back(stream_row(mix[0], mix[1], blocks, 4 / mix[0], 128 * kMiB));
+  for (int blocks : {2, 4}) out.push_back(stream_row(1, 0, blocks, 4, 256 * kMiB));  // the read pass
   // The cp.async mode (the norm.pipeline kernels' way): persistent blocks, stages x vecs vectors
   // per thread in flight in shared memory, 32 to 128 KiB per SM, past what registers allow.
   constexpr int kAsync[][3] = {{4, 2, 1}, {4, 4, 1}, {4, 2, 2}, {4, 4, 2}, {8, 2, 1}, {8, 4, 1}, {2, 4, 2}, {2, 4, 4}};

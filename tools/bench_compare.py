@@ -15,7 +15,10 @@ row of its suite). With --control (a second run of the defaults, same suites), e
 band is the 90th percentile of |ln(control / base)| over its rows (large rows where it has
 them; at least 1%); the op's verdict is "faster" or "slower" when |ln(geomean variant / base)|
 lies outside that band, else "within noise". Without a control: "no verdict (no control run)".
-Rows measured in only one report are counted, not compared. Standard library only. Exit
+Rows measured in only one report are counted, not compared. Where the reports' L2 flush
+(`l2_flush`: `tejas bench --flush`) differs, a line says so before the summary (the A/B of the
+flush itself; a control under another flush than the base's gives no noise band to trust).
+Standard library only. Exit
 status: 0; 1 when no row is measured in both; 2 on bad arguments or unreadable reports.
 """
 import argparse
@@ -30,11 +33,22 @@ class BadReport(Exception):
     pass
 
 
-def load_rows(path):
+def load_report(path):
+    """(rows, l2_flush): the measured rows by key, and the report's flush mode (None if unsaid)."""
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     if not isinstance(report, dict) or not isinstance(report.get("rows", []), list):
         raise BadReport(f"{path}: not a tejas report (no rows list)")
+    flush = report.get("l2_flush")
+    return rows_of_report(path, report), flush if isinstance(flush, str) else None
+
+
+def load_rows(path):
+    return load_report(path)[0]
+
+
+def rows_of_report(path, report):
+    """The measured rows of a parsed report, by (suite, op, model, shape)."""
     rows = {}
     for r in report.get("rows", []):
         if not isinstance(r, dict):
@@ -116,6 +130,17 @@ def compare(base, variant, label, control=None):
     return lines, summary
 
 
+def flush_line(flushes):
+    """A note where the reports' L2 flush modes differ ({"base": "dirty", ...}); None otherwise."""
+    said = {k: v or "unsaid" for k, v in flushes.items() if k in ("base", "variant") or v is not None}
+    if len(set(said.values())) <= 1:
+        return None
+    note = "L2 flush differs: " + ", ".join(f"{k} {v}" for k, v in said.items())
+    if "control" in said and said["control"] != said["base"]:
+        note += " (the control's noise band is not the base's)"
+    return note
+
+
 def op_lines(s):
     lines = []
     for e in s["ops"]:
@@ -182,6 +207,26 @@ def self_test():
         for p in paths:
             os.unlink(p)
     assert "geomean 1.000 over 2 rows, 0.500 over 1 rows" in summary_line(s), summary_line(s)
+    # The flush modes: a note only where they differ.
+    assert flush_line({"base": "dirty", "variant": "dirty", "control": "dirty"}) is None
+    assert flush_line({"base": "dirty", "variant": "dirty", "control": None}) is None
+    assert flush_line({"base": "dirty", "variant": "clean"}) == "L2 flush differs: base dirty, variant clean"
+    assert flush_line({"base": None, "variant": "clean"}) == "L2 flush differs: base unsaid, variant clean"
+    assert flush_line({"base": "dirty", "variant": "dirty", "control": "none"}) == (
+        "L2 flush differs: base dirty, variant dirty, control none (the control's noise band is not the base's)")
+    paths = [write({"l2_flush": "dirty", "rows": [row("a", "s1", 10.0, LARGE_BYTES)]}),
+             write({"l2_flush": "clean", "rows": [row("a", "s1", 9.0, LARGE_BYTES)]})]
+    try:
+        assert load_report(paths[1])[1] == "clean"
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([paths[0], paths[1], "--label", "--flush clean"]) == 0
+        printed = out.getvalue().strip().splitlines()
+        assert "L2 flush differs: base dirty, variant clean" in printed, printed
+        assert printed[-1].startswith("--flush clean: --flush clean / base geomean 0.900 over 1 rows"), printed
+    finally:
+        for p in paths:
+            os.unlink(p)
     # Verdicts: op a's large row halves (faster, noise 1%); op b moves 0.5% against a 4% control
     # spread (within noise); op c is slower by 30% against 1%; op d is not in the control.
     big = LARGE_BYTES
@@ -224,14 +269,15 @@ def main(argv):
         ap.print_usage(sys.stderr)
         return 2
     try:
-        base, variant = load_rows(args.base), load_rows(args.variant)
-        control = load_rows(args.control) if args.control else None
+        (base, base_flush), (variant, variant_flush) = load_report(args.base), load_report(args.variant)
+        control, control_flush = load_report(args.control) if args.control else (None, None)
     except (OSError, ValueError, BadReport) as e:
         print(f"bench_compare: {e}", file=sys.stderr)
         return 2
     lines, s = compare(base, variant, args.label, control)
+    note = flush_line({"base": base_flush, "variant": variant_flush, "control": control_flush})
     # The overall summary line comes last (tools/gpu-check prints the last line of each compare).
-    text = "\n".join(lines + [""] + op_lines(s) + [summary_line(s)])
+    text = "\n".join(lines + [""] + ([note] if note else []) + op_lines(s) + [summary_line(s)])
     print(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:

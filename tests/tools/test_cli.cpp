@@ -108,6 +108,8 @@ TEST(Cli, BadFlagsExitTwoAndNameTheFlag) {
       {{"bench", "--time-limit", "10s"}, "--time-limit"},
       {{"bench", "--time-limit", "1e9"}, "--time-limit"},
       {{"bench", "--suite", "quant", "--filter", "no such row"}, "--filter"},
+      {{"bench", "--flush", "memset"}, "--flush: expected dirty, clean or none"},
+      {{"bench", "--flush"}, "--flush"},
       {{"roofline", "--gpu", "v100"}, "--gpu"},
       {{"info", "--verbose"}, "--verbose"},
       {{"overhead", "--calls", "0"}, "--calls"},
@@ -223,6 +225,33 @@ TEST(Cli, BenchFilterAndNoCheckRunOneRow) {
   const Result checked = tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row});
   EXPECT_EQ(checked.code, 0) << checked.err;
   EXPECT_TRUE(has(checked.out, "kernel checks (emulator")) << checked.out;
+}
+
+// --flush: the mode is said (unless the default) and recorded in the JSON; on a GPU the row is
+// timed after each mode's flush (the clean one a read pass through stream_copy).
+TEST(Cli, BenchFlushModeIsRecorded) {
+  const std::string json = ::testing::TempDir() + "tejas_flush.json";
+  for (const char* mode : {"", "dirty", "clean", "none"}) {
+    std::vector<std::string> args = {"bench", "--suite", "memcpy", "--filter", "copy_d2d 1 MiB"};
+    args.insert(args.end(), {"--iters", "2", "--json", json});
+    if (*mode) args.insert(args.end(), {"--flush", mode});
+    const Result r = tejas_cmd(args);
+    EXPECT_EQ(r.code, 0) << mode << ": " << r.err;
+    const std::string expect = *mode ? mode : "dirty";
+    EXPECT_EQ(has(r.out, "L2 flush: "), expect != "dirty") << r.out;
+    if (expect != "dirty") {
+      EXPECT_TRUE(has(r.out, "L2 flush: " + expect + " (")) << r.out;
+    }
+    std::ifstream f(json);
+    std::stringstream text;
+    text << f.rdbuf();
+    EXPECT_TRUE(has(text.str(), "\"l2_flush\":\"" + expect + "\"")) << text.str().substr(0, 400);
+    EXPECT_TRUE(has(r.out, "copy_d2d | 1 MiB | ")) << r.out;
+    if (tejas::check::cuda_available()) {
+      EXPECT_FALSE(has(r.out, "copy_d2d | 1 MiB | - |")) << mode << ": timed\n" << r.out;
+    }
+  }
+  std::remove(json.c_str());
 }
 
 TEST(Cli, BenchWithoutGpuShowsFloorsOnly) {

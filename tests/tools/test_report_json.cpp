@@ -193,6 +193,7 @@ TEST(Json, BenchReportSchema) {
   EXPECT_EQ(j["tool"].s, "tejas");
   EXPECT_EQ(j["command"].s, "bench");
   EXPECT_EQ(j["tune"].kind, tejas::detail::tune_text().empty() ? J::null : J::string);
+  EXPECT_EQ(j["l2_flush"].s, "dirty") << "the default flush";
   EXPECT_EQ(j["gpu"]["name"].s, "h200");
   EXPECT_EQ(j["gpu"]["present"].kind, J::boolean);
   EXPECT_FALSE(j["gpu"]["present"].b);
@@ -236,9 +237,11 @@ TEST(Json, CheckAndRooflineReports) {
   EXPECT_EQ(j["checks"]["backend"].s, "reference");
   EXPECT_GT(j["checks"]["pass"].n, 0);
   EXPECT_EQ(j["checks"]["fail"].n, 0);
+  EXPECT_EQ(j["l2_flush"].kind, J::null) << "check times nothing";
   ASSERT_EQ(tejas_cmd({"roofline", "--suite", "gemm", "--gpu", "b200", "--json", path}), 0);
   j = parse_or_fail(read(path));
   EXPECT_EQ(j["command"].s, "roofline");
+  EXPECT_EQ(j["l2_flush"].s, "dirty");
   EXPECT_EQ(j["ceilings"]["fp4_tensor_flops"]["value"].n, 9e15);
   EXPECT_EQ(j["checks"].kind, J::null);
   ASSERT_FALSE(j["rows"].items.empty());

@@ -18,6 +18,7 @@ namespace {
 constexpr const char* kHelp =
     "usage: tejas bench [--suite NAME[,NAME]|all] [--model NAME[,NAME]|all] [--json FILE] [--markdown FILE]\n"
     "                   [--gpu h100|h200|b200] [--iters N] [--time-limit S] [--filter TEXT] [--no-check]\n"
+    "                   [--flush dirty|clean|none]\n"
     "\n"
     "Suites: norm, rope, activation, quant, pdl (the rows of those four of at most 8 MiB, each as a\n"
     "CUDA graph of 16 back-to-back calls with programmatic dependent launch, its baseline the same\n"
@@ -28,7 +29,7 @@ constexpr const char* kHelp =
     "\n"
     "On a GPU: each kernel is first checked on the cuda backend (an op with no kernel is reported\n"
     "unsupported, a failing one is not timed), then timed with CUDA events: warm-up, then N runs\n"
-    "each after an L2 flush, median reported. Columns: us (median), TFLOP/s and GB/s achieved,\n"
+    "each after an L2 flush (--flush), median reported. Columns: us (median), TFLOP/s and GB/s achieved,\n"
     "floor us (max of FLOPs/peak and bytes/bandwidth), % of floor (floor / measured), baseline and\n"
     "x baseline = baseline time / ours (> 1: Tejas is faster; < 1: the baseline is). Fused ops\n"
     "(norm, activation, rope suites) are compared with their unfused sequence of Tejas ops, timed\n"
@@ -42,7 +43,12 @@ constexpr const char* kHelp =
     "--filter TEXT: only the rows whose \"op model shape\" contains TEXT (e.g. \"quant_mx deepseek-v3\n"
     "M=16384 K=7168 bf16 nvfp4\"); --no-check: time without validating the kernels first (for a\n"
     "profiler: the first launch of the row's kernel is then its first warm-up run; tools/gpu-check's\n"
-    "profile step). Both are for single-row runs; the default runs check everything.\n";
+    "profile step). Both are for single-row runs; the default runs check everything.\n"
+    "--flush MODE: what runs before each timed run (and each run of the copy ceiling), over a\n"
+    "buffer of twice the L2: dirty (default) a memset, which leaves the L2 full of dirty lines\n"
+    "that the timed kernel writes back as it evicts them; clean a read pass, which leaves clean\n"
+    "lines (the last run's writes go back to HBM during it, untimed); none nothing (a warm L2:\n"
+    "rows smaller than the L2 may pass the HBM ceiling). The report records the mode.\n";
 
 const std::vector<FlagSpec> kFlags = {
     {"suite", "NAME", "suites to run (comma-separated, or all; default all)"},
@@ -54,6 +60,7 @@ const std::vector<FlagSpec> kFlags = {
     {"time-limit", "S", "stop running rows after S seconds (default: none); the report keeps the rest as not measured"},
     {"filter", "TEXT", "only rows whose \"op model shape\" contains TEXT (default: every row)"},
     {"no-check", "", "skip the kernel checks before timing"},
+    {"flush", "MODE", "before each timed run: dirty (a memset; default), clean (a read pass) or none"},
 };
 constexpr uint64_t kDefaultIters = 30;
 constexpr uint64_t kMaxIters = 100000;
@@ -115,6 +122,9 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (v.empty() || end == nullptr || *end != '\0' || !(time_limit_s > 0.0) || time_limit_s > kMaxTimeLimitS)
       return usage_error("bench", "--time-limit: expected seconds in (0, 86400], got '" + v + "'", err);
   }
+  bench::FlushMode flush_mode = bench::FlushMode::dirty;
+  if (flags.has("flush") && !bench::parse_flush_mode(flags.get("flush"), &flush_mode))
+    return usage_error("bench", "--flush: expected dirty, clean or none, got '" + flags.get("flush") + "'", err);
   const auto start = std::chrono::steady_clock::now();
   const auto out_of_time = [&] {
     return time_limit_s > 0.0 &&
@@ -136,9 +146,9 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   report.has_checks = true;
   report.check_backend = dev.present ? "cuda" : "emulator";
   report.seed = check::fresh_seed();
+  report.l2_flush = bench::flush_mode_name(flush_mode);
 
-  void* flush = nullptr;
-  size_t flush_bytes = 0;
+  bench::L2Flush flush;
   bench::DeviceArena flush_arena(kArenaSeed);
   if (!dev.present) {
     out << "no GPU: timings not measured; floors for " << g->name << " shown (" << dev.why_absent << ")\n";
@@ -146,11 +156,15 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << "GPU: " << dev.name << "; floors use the " << g->name << " ceilings\n";
   }
   if (!detail::tune_text().empty()) out << "TEJAS_TUNE: " << detail::tune_text() << " (launch-config overrides)\n";
+  if (flush_mode != bench::FlushMode::dirty)
+    out << "L2 flush: " << report.l2_flush
+        << (flush_mode == bench::FlushMode::clean ? " (a read pass)" : " (none: a warm L2)")
+        << " before each timed run\n";
   report.tune = detail::tune_text();
   if (dev.present) {
     // Twice the L2 so a flush evicts everything a previous run left there.
-    flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
-    if (Status s = flush_arena.bytes(flush_bytes, &flush); !s.ok()) {
+    const size_t flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
+    if (Status s = bench::L2Flush::make(flush_mode, flush_bytes, flush_arena, &flush); !s.ok()) {
       err << "tejas bench: L2 flush buffer: " << s.to_string() << "\n";
       return kExitFailure;
     }
@@ -159,7 +173,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
     // Re-measure the HBM ceiling only when the floors are for this very GPU.
     if (g->name != detected) {
       err << "tejas bench: --gpu " << g->name << " differs from the device present: its tabled ceilings are used\n";
-    } else if (Status s = bench::measure_copy(kCopyBytes, kCopyIters, flush, flush_bytes, &bw, &t); s.ok()) {
+    } else if (Status s = bench::measure_copy(kCopyBytes, kCopyIters, flush, &bw, &t); s.ok()) {
       report.ceilings.hbm.value = bw;
       report.ceilings.hbm.source = "measured now (1 GiB device copy)";
     } else {
@@ -170,7 +184,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   // Rows and their baselines are timed alike: warm-up, an L2 flush before each run, median.
   const bench::LaunchTimer timer = [&](const std::function<Status()>& launch, double* median_us) {
     bench::Timing t;
-    TEJAS_RETURN_IF_ERROR(bench::time_launch(launch, kWarmup, static_cast<int>(iters), flush, flush_bytes, &t));
+    TEJAS_RETURN_IF_ERROR(bench::time_launch(launch, kWarmup, static_cast<int>(iters), flush, &t));
     *median_us = t.median_us;
     return Status::Ok();
   };

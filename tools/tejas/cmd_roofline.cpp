@@ -29,13 +29,13 @@ constexpr int kCopyIters = 20, kGemmWarmup = 3, kGemmIters = 10;
 constexpr uint64_t kArenaSeed = 1;
 
 // Times one 8192^3 GEMM; returns FLOP/s or 0 with the reason in *why.
-double measure_gemm_peak(bool fp8, void* flush, size_t flush_bytes, std::string* why) {
+double measure_gemm_peak(bool fp8, const bench::L2Flush& flush, std::string* why) {
   bench::Workload w = bench::peak_gemm(fp8);
   bench::DeviceArena arena(kArenaSeed);
   std::function<Status()> launch;
   bench::Timing t;
   Status s = w.prepare(arena, &launch);
-  if (s.ok()) s = bench::time_launch(launch, kGemmWarmup, kGemmIters, flush, flush_bytes, &t);
+  if (s.ok()) s = bench::time_launch(launch, kGemmWarmup, kGemmIters, flush, &t);
   if (!s.ok()) {
     *why = s.to_string();
     return 0;
@@ -60,6 +60,7 @@ int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::o
   report.gpu = g->name;
   report.ceilings = *g;
   report.gpu_present = dev.present;
+  report.l2_flush = bench::flush_mode_name(bench::FlushMode::dirty);  // "none" below if its buffer cannot be had
   report.device_name = dev.name;
   if (!dev.present) {
     out << "no GPU: ceilings not measured; " << g->name << " figures from GPU.md / WORKLOADS.md (" << dev.why_absent
@@ -69,13 +70,17 @@ int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::o
   } else {
     out << "GPU: " << dev.name << "; measuring ceilings\n";
     bench::DeviceArena arena(kArenaSeed);
-    void* flush = nullptr;
+    bench::L2Flush flush;  // none where the buffer cannot be had
     const size_t flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
-    if (Status s = arena.bytes(flush_bytes, &flush); !s.ok()) flush = nullptr;
+    if (Status s = bench::L2Flush::make(bench::FlushMode::dirty, flush_bytes, arena, &flush); !s.ok()) {
+      err << "tejas roofline: L2 flush buffer: " << s.to_string() << " (timed without a flush)\n";
+      flush = bench::L2Flush();
+    }
+    report.l2_flush = bench::flush_mode_name(flush.mode());
     err << "[roofline] copy bandwidth\n";
     double bw = 0;
     bench::Timing t;
-    if (Status s = bench::measure_copy(kCopyBytes, kCopyIters, flush, flush_bytes, &bw, &t); s.ok()) {
+    if (Status s = bench::measure_copy(kCopyBytes, kCopyIters, flush, &bw, &t); s.ok()) {
       report.ceilings.hbm.value = bw;
       report.ceilings.hbm.source = "measured now (1 GiB device copy)";
     } else {
@@ -84,7 +89,7 @@ int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::o
     for (bool fp8 : {false, true}) {
       err << "[roofline] " << (fp8 ? "fp8" : "bf16") << " GEMM 8192^3 through cuBLASLt\n";
       std::string why;
-      const double peak = measure_gemm_peak(fp8, flush, flush_bytes, &why);
+      const double peak = measure_gemm_peak(fp8, flush, &why);
       bench::Ceiling& c = fp8 ? report.ceilings.fp8_tensor : report.ceilings.bf16_tensor;
       if (peak > 0) {
         c.value = peak;

@@ -118,6 +118,11 @@ std::string to_json(const Report& r) {
   j.key("command").value(r.command);
   j.key("tune");
   if (r.tune.empty()) j.null(); else j.value(r.tune);
+  j.key("l2_flush");
+  if (r.l2_flush.empty())
+    j.null();
+  else
+    j.value(r.l2_flush);
   j.key("gpu").begin_object();
   j.key("name").value(r.gpu);
   j.key("present").value(r.gpu_present);

@@ -31,6 +31,7 @@ struct Report {
   bool gpu_present = false;  // timings come from a GPU in this run
   std::string device_name;   // "" without a GPU
   std::string tune;          // TEJAS_TUNE of the run ("" = defaults)
+  std::string l2_flush;      // bench / roofline: what runs before each timed run ("dirty", ...; "" = check)
   bench::GpuCeilings ceilings;
   std::vector<Row> rows;
   // Correctness checks run alongside (check: the run; bench: emulator/cuda validation).

@@ -5,8 +5,11 @@
 // in flight per thread for one DRAM round trip (`tools/kernel-report loads probe`: R x VECS loads
 // before the first wait). Whole blocks take an unguarded path: with every load and store guarded,
 // as the last block's are, the first copy kernel had ptxas hoist the first store above later
-// loads and wait there for the first load (3 loads of 8 in flight). No shared memory is touched: the launch's dynamic shared memory
-// only caps how many blocks an SM holds.
+// loads and wait there for the first load (3 loads of 8 in flight). No shared memory is touched:
+// the launch's dynamic shared memory only caps how many blocks an SM holds. W = 0 is the read
+// pass: each warp's lane 0 stores the XOR of every vector the warp read (shuffles), one 16-byte
+// vector per warp, so the loads have a use and the pass writes 1 / (32 x R x VECS) of the bytes
+// it reads.
 #pragma once
 #include "device/prelude.h"
 #include "device/grid_dependency.h"
@@ -26,7 +29,7 @@ using Vec = num::AccessWord<kVecBytes>::type;
 
 struct StreamCopyParams {
   const Vec* src;  // `reads` planes of n vectors
-  Vec* dst;        // `writes` planes of n vectors
+  Vec* dst;        // `writes` planes of n vectors (the read pass: one vector per warp of the grid)
   int64_t n;       // vectors per plane
 };
 
@@ -34,9 +37,18 @@ __device__ __forceinline__ Vec xor_vec(const Vec& a, const Vec& b) { return Vec{
 
 // Vector i of every plane: loads of the R source planes, then stores of their XOR to the W
 // destination planes. kGuard: the last block's per-vector bounds (whole blocks go without).
+// Returns the XOR of every vector the thread took (0 past n), which the read pass (W = 0) reduces.
 template <int VECS, int R, int W, bool kGuard>
-__device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_t base) {
+__device__ __forceinline__ Vec stream_vectors(const StreamCopyParams& p, int64_t base) {
   Vec v[R][VECS];
+  // The read pass's start at zero: never read past n, which GCC cannot tell there (the copies'
+  // registers change if theirs start at zero too: they stay as measured).
+  if constexpr (W == 0) {
+    #pragma unroll
+    for (int r = 0; r < R; ++r)
+      #pragma unroll
+      for (int i = 0; i < VECS; ++i) v[r][i] = Vec{0, 0, 0, 0};
+  }
   #pragma unroll
   for (int r = 0; r < R; ++r) {
     #pragma unroll
@@ -45,6 +57,7 @@ __device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_
       if (!kGuard || at < p.n) v[r][i] = ptx::ld_global_nc(p.src + r * p.n + at);
     }
   }
+  Vec all{0, 0, 0, 0};
   #pragma unroll
   for (int i = 0; i < VECS; ++i) {
     const int64_t at = base + static_cast<int64_t>(i) * kThreads;
@@ -52,9 +65,26 @@ __device__ __forceinline__ void stream_vectors(const StreamCopyParams& p, int64_
     Vec x = v[0][i];
     #pragma unroll
     for (int r = 1; r < R; ++r) x = xor_vec(x, v[r][i]);
+    if constexpr (W == 0) all = xor_vec(all, x);
     #pragma unroll
     for (int w = 0; w < W; ++w) ptx::st_global(p.dst + w * p.n + at, x);
   }
+  return all;
+}
+
+// The read pass's store: the XOR over the warp's lanes (butterfly shuffles), by lane 0, into
+// vector (global warp index) of dst. Every lane of every warp takes part (lanes past n with 0).
+__device__ __forceinline__ void store_warp_xor(const StreamCopyParams& p, Vec x) {
+  constexpr unsigned kFullMask = 0xffffffffu;
+  #pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    x.x ^= __shfl_xor_sync(kFullMask, x.x, off);
+    x.y ^= __shfl_xor_sync(kFullMask, x.y, off);
+    x.z ^= __shfl_xor_sync(kFullMask, x.z, off);
+    x.w ^= __shfl_xor_sync(kFullMask, x.w, off);
+  }
+  const int64_t thread = static_cast<int64_t>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
+  if (threadIdx.x % 32 == 0) ptx::st_global(p.dst + thread / 32, x);
 }
 
 // No minimum blocks in __launch_bounds__: asking for 8 (<= 32 registers) made ptxas store the
@@ -67,8 +97,10 @@ __global__ void __launch_bounds__(kThreads)
   dev::begin_dependent_grid();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * VECS;
   const int64_t base = first + static_cast<int>(threadIdx.x);
-  if (first + static_cast<int64_t>(kThreads) * VECS <= p.n) stream_vectors<VECS, R, W, false>(p, base);  // uniform
-  else stream_vectors<VECS, R, W, true>(p, base);
+  const Vec all = first + static_cast<int64_t>(kThreads) * VECS <= p.n
+                      ? stream_vectors<VECS, R, W, false>(p, base)  // uniform
+                      : stream_vectors<VECS, R, W, true>(p, base);
+  if constexpr (W == 0) store_warp_xor(p, all);
 }
 
 using StreamCopyFn = void (*)(StreamCopyParams);
@@ -158,6 +190,7 @@ inline StreamCopyFn stream_copy_kernel_for(int vecs, int reads, int writes) {
   if (reads == 4 && writes == 1) return stream_copy_kernel_for_vecs<4, 1>(vecs);
   if (reads == 1 && writes == 2) return stream_copy_kernel_for_vecs<1, 2>(vecs);
   if (reads == 1 && writes == 4) return stream_copy_kernel_for_vecs<1, 4>(vecs);
+  if (reads == 1 && writes == 0) return stream_copy_kernel_for_vecs<1, 0>(vecs);
   return nullptr;
 }
 

@@ -11,9 +11,10 @@ namespace {
 
 constexpr const char* kOp = "stream_copy";
 
-// The mixes kernel.cuh instantiates: (1, 1), (2, 1), (4, 1), (1, 2), (1, 4).
+// The mixes kernel.cuh instantiates: (1, 1), (2, 1), (4, 1), (1, 2), (1, 4) and the read pass (1, 0).
 bool mix_supported(int reads, int writes) {
-  return (writes == 1 && (reads == 1 || reads == 2 || reads == 4)) || (reads == 1 && (writes == 2 || writes == 4));
+  return (writes == 1 && (reads == 1 || reads == 2 || reads == 4)) ||
+         (reads == 1 && (writes == 0 || writes == 2 || writes == 4));
 }
 
 // Messages are built only for a failed rule (this runs in every timed bench launch).
@@ -24,7 +25,8 @@ Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOp
   v.rank(src, "src", 1).rank(dst, "dst", 1);
   if (!mix_supported(o.reads, o.writes))
     v.require(false, [&] {
-      return "options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2 or 1 / 4, got " +
+      return "options.reads / options.writes: expected 1 / 1, 2 / 1, 4 / 1, 1 / 2, 1 / 4 or 1 / 0 (the read pass), "
+             "got " +
              std::to_string(o.reads) + " / " + std::to_string(o.writes);
     });
   if (!(o.vecs == 1 || o.vecs == 2 || o.vecs == 4 || o.vecs == kMaxVecs))
@@ -68,7 +70,14 @@ Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOp
     });
   if (!v.ok()) return v.status();
   const int64_t n = src.shape[0] / plane;
-  if (dst.shape[0] != n * kVecBytes * o.writes)
+  if (o.writes == 0) {
+    if (dst.shape[0] != stream_read_sink_bytes(n, o.vecs))
+      v.require(false, [&] {
+        return "dst: expected " + std::to_string(stream_read_sink_bytes(n, o.vecs)) +
+               " bytes (the read pass: one 16-byte vector per warp of its " +
+               std::to_string(stream_copy_blocks(n, o.vecs)) + " blocks), got " + std::to_string(dst.shape[0]);
+      });
+  } else if (dst.shape[0] != n * kVecBytes * o.writes)
     v.require(false, [&] {
       return "dst: expected " + std::to_string(n * kVecBytes * o.writes) + " bytes (" + std::to_string(o.writes) +
              " planes of src's " + std::to_string(n) + " vectors), got " + std::to_string(dst.shape[0]);
@@ -79,11 +88,28 @@ Status validate(const TensorView& src, const TensorView& dst, const StreamCopyOp
   return v.status();
 }
 
-// dst plane w = XOR of the source planes, byte by byte.
+// dst plane w = XOR of the source planes, byte by byte; the read pass: dst vector w = XOR of
+// the vectors warp w takes (probe.h).
 void reference(const TensorView& src, const TensorView& dst, int64_t n, const StreamCopyOptions& o) {
   const auto* in = static_cast<const uint8_t*>(src.data);
   auto* out = static_cast<uint8_t*>(dst.data);
   const int64_t bytes = n * kVecBytes;
+  if (o.writes == 0) {
+    const int64_t warps = stream_read_sink_bytes(n, o.vecs) / kVecBytes;
+    for (int64_t w = 0; w < warps; ++w) {
+      uint8_t x[kVecBytes] = {};
+      const int64_t block = w / kWarpsPerBlock, lane0 = (w % kWarpsPerBlock) * 32;
+      for (int64_t t = lane0; t < lane0 + 32; ++t)
+        for (int i = 0; i < o.vecs; ++i) {
+          const int64_t at = block * kThreads * o.vecs + t + int64_t{i} * kThreads;
+          if (at >= n) continue;
+          for (int r = 0; r < o.reads; ++r)
+            for (int b = 0; b < kVecBytes; ++b) x[b] = static_cast<uint8_t>(x[b] ^ in[r * bytes + at * kVecBytes + b]);
+        }
+      for (int b = 0; b < kVecBytes; ++b) out[w * kVecBytes + b] = x[b];
+    }
+    return;
+  }
   for (int64_t i = 0; i < bytes; ++i) {
     uint8_t x = 0;
     for (int r = 0; r < o.reads; ++r) x = static_cast<uint8_t>(x ^ in[r * bytes + i]);

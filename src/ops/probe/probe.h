@@ -24,7 +24,9 @@ struct StreamCopyOptions {
   int vecs = 1;           // 16-byte vectors each thread takes per plane (all loads issued before its stores)
   int blocks_per_sm = 0;  // resident blocks per SM to allow (cuda: by dynamic shared memory); 0 = no cap
   // The read : write mix: (1, 1) a copy; (2, 1), (4, 1) read-heavy like quantization and gated
-  // activations; (1, 2), (1, 4) write-heavy like dequantization. reads x vecs <= 8.
+  // activations; (1, 2), (1, 4) write-heavy like dequantization; (1, 0) the read pass (the read
+  // ceiling, and `tejas bench --flush clean`: dst is one vector per warp, stream_read_sink_bytes).
+  // reads x vecs <= 8.
   int reads = 1, writes = 1;
   // > 0: the cp.async pipeline instead (a copy: reads = writes = 1; needs blocks_per_sm): as many
   // persistent blocks as blocks_per_sm x the SMs walk tiles of 256 x vecs vectors, each thread
@@ -53,13 +55,22 @@ inline int64_t stream_copy_blocks(int64_t n, int vecs) {
   return (n + per_block - 1) / per_block;
 }
 
+// The read pass's dst (writes = 0): one 16-byte vector per warp of its launch, each the XOR of
+// every vector the warp read (0 from warps wholly past n).
+inline constexpr int kWarpsPerBlock = kThreads / 32;
+inline int64_t stream_read_sink_bytes(int64_t n, int vecs) {
+  return stream_copy_blocks(n, vecs) * kWarpsPerBlock * kVecBytes;
+}
+
 // The cp.async mode's shared memory per block: its stages' slots.
 inline size_t stream_copy_async_smem(int stages, int vecs) {
   return static_cast<size_t>(stages) * vecs * kThreads * kVecBytes;
 }
 
 // src is `reads` planes of n 16-byte vectors, dst `writes` planes of n: every destination plane
-// gets the XOR of the source planes (a copy when reads = writes = 1). u8 vectors, rank 1,
+// gets the XOR of the source planes (a copy when reads = writes = 1); the read pass (writes = 0)
+// writes dst's stream_read_sink_bytes(n, vecs) instead: vector w the XOR of the vectors warp w
+// read (block w / 8, threads 32 (w % 8) .. + 31, each thread's `vecs` vectors). u8 vectors, rank 1,
 // contiguous, 16-byte aligned, not overlapping, one device, n >= 1. Backends: reference (host
 // code), emulator and cuda. `launch` (may be null) receives the launch shape.
 Status stream_copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst,

@@ -1,8 +1,8 @@
 // stream_copy (src/ops/probe): the bytes-in-flight probe writes every destination plane with the
-// XOR of the source planes (a copy at 1 : 1) exactly, on the emulator (and the GPU when present),
-// for every read / write mix and vector count, with tails (a last block partly out of range) and
-// a single vector; its requests are sector-ideal and it moves exactly the compulsory bytes; bad
-// arguments get a Status naming them.
+// XOR of the source planes (a copy at 1 : 1) exactly, and the read pass (1 : 0) each warp's XOR of
+// what it read, on the emulator (and the GPU when present), for every read / write mix and vector
+// count, with tails (a last block partly out of range) and a single vector; its requests are
+// sector-ideal and it moves exactly the compulsory bytes; bad arguments get a Status naming them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,11 +36,38 @@ constexpr int kVecs[] = {1, 2, 4, 8};
 struct Mix {
   int reads, writes;
 };
-constexpr Mix kMixes[] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}};
+constexpr Mix kMixes[] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}, {1, 0}};
+
+// dst's bytes: `writes` planes of n vectors; the read pass's one vector per warp of 256-thread
+// blocks taking 256 x vecs vectors each (spelled out here, not through probe.h's helper).
+int64_t dst_bytes(const Mix& m, int64_t n, int vecs) {
+  if (m.writes > 0) return m.writes * n * probe::kVecBytes;
+  const int64_t per_block = int64_t{256} * vecs;
+  return (n + per_block - 1) / per_block * 8 * 16;
+}
+
+// What the read pass's dst must hold: vector v (of n) of each plane belongs to block
+// v / (256 vecs) and thread v % 256 of it, so to warp 8 (v / (256 vecs)) + (v % 256) / 32; each
+// warp's vector is the XOR of its vectors' bytes (computed here, independently of the op's
+// reference backend).
+HostTensor expected_read_pass(const HostTensor& src, const Mix& m, int vecs) {
+  const int64_t n = src.numel() / (m.reads * probe::kVecBytes);
+  HostTensor e(DType::u8, {dst_bytes(m, n, vecs)});
+  std::vector<uint8_t> x(static_cast<size_t>(e.numel()), 0);
+  for (int r = 0; r < m.reads; ++r)
+    for (int64_t v = 0; v < n; ++v) {
+      const int64_t warp = 8 * (v / (256 * vecs)) + (v % 256) / 32;
+      for (int b = 0; b < probe::kVecBytes; ++b)
+        x[warp * 16 + b] ^= static_cast<uint8_t>(src.bits_flat((r * n + v) * probe::kVecBytes + b));
+    }
+  for (int64_t i = 0; i < e.numel(); ++i) e.set_bits_flat(i, x[i]);
+  return e;
+}
 
 // What every destination plane must hold: the XOR of the source planes (computed here, byte by
-// byte, independently of the op's reference backend).
-HostTensor expected(const HostTensor& src, const Mix& m) {
+// byte, independently of the op's reference backend); the read pass's warp XORs for writes = 0.
+HostTensor expected(const HostTensor& src, const Mix& m, int vecs = 1) {
+  if (m.writes == 0) return expected_read_pass(src, m, vecs);
   const int64_t plane = src.numel() / m.reads;
   HostTensor e(DType::u8, {plane * m.writes});
   for (int64_t i = 0; i < plane; ++i) {
@@ -75,12 +102,12 @@ TEST(StreamCopy, EmulatorCopiesExactlyWithIdealRequests) {
           const std::string what = std::to_string(m.reads) + ":" + std::to_string(m.writes) + ", " +
                                    std::to_string(n) + " vectors, " + std::to_string(vecs) + " per thread";
           const HostTensor src = random_bytes(rng, m.reads * n * probe::kVecBytes);
-          HostTensor dst(DType::u8, {m.writes * n * probe::kVecBytes});
+          HostTensor dst(DType::u8, {dst_bytes(m, n, vecs)});
           dst.poison();
           probe::StreamCopyLaunch l;
           const Status s = probe::stream_copy(ctx_for(Backend::emulator), src, dst, {vecs, 0, m.reads, m.writes}, &l);
           ASSERT_TRUE(s.ok()) << what << ": " << s.message();
-          expect_copied(dst, expected(src, m), what);
+          expect_copied(dst, expected(src, m, vecs), what);
           EXPECT_EQ(l.blocks, (n + probe::kThreads * vecs - 1) / (probe::kThreads * vecs)) << what;
           EXPECT_EQ(l.threads, probe::kThreads);
           EXPECT_EQ(l.resident_blocks_per_sm, 0) << what << ": the emulator has no residency";
@@ -90,11 +117,15 @@ TEST(StreamCopy, EmulatorCopiesExactlyWithIdealRequests) {
           EXPECT_TRUE(reps[0].ok()) << reps[0].summary();
           EXPECT_EQ(c.global_bytes_read_unique, static_cast<uint64_t>(src.numel())) << what;
           EXPECT_EQ(c.global_bytes_written_unique, static_cast<uint64_t>(dst.numel())) << what;
-          // One request per warp, plane and vector: 512 contiguous bytes each (fewer in the tail).
+          // One request per warp, plane and vector: 512 contiguous bytes each (fewer in the tail);
+          // the read pass stores one 16-byte vector per warp.
           const uint64_t warps = static_cast<uint64_t>(l.blocks) * (probe::kThreads / 32);
           EXPECT_LE(c.global_load_requests, warps * static_cast<uint64_t>(vecs * m.reads)) << what;
-          EXPECT_LE(c.global_store_requests, warps * static_cast<uint64_t>(vecs * m.writes)) << what;
-          if (n % 2 == 0 || (m.reads == 1 && m.writes == 1)) {  // every plane starts on a 32-byte sector
+          if (m.writes == 0)
+            EXPECT_EQ(c.global_store_requests, warps) << what;
+          else
+            EXPECT_LE(c.global_store_requests, warps * static_cast<uint64_t>(vecs * m.writes)) << what;
+          if (n % 2 == 0 || (m.reads == 1 && m.writes <= 1)) {  // every plane starts on a 32-byte sector
             EXPECT_EQ(c.excess_load_sectors(), 0u) << what;
             EXPECT_EQ(c.excess_store_sectors(), 0u) << what;
           } else {  // an odd n starts planes 1.. mid-sector: at most one extra sector per request there
@@ -120,7 +151,7 @@ TEST(StreamCopy, CudaCopiesExactly) {
                                    std::to_string(n) + " vectors, " + std::to_string(vecs) + " per thread, cap " +
                                    std::to_string(cap);
           const HostTensor src = random_bytes(rng, m.reads * n * probe::kVecBytes);
-          HostTensor dst(DType::u8, {m.writes * n * probe::kVecBytes});
+          HostTensor dst(DType::u8, {dst_bytes(m, n, vecs)});
           dst.poison();
           check::DeviceMirror d_src, d_dst;
           ASSERT_TRUE(d_src.upload(src).ok());
@@ -130,7 +161,7 @@ TEST(StreamCopy, CudaCopiesExactly) {
               probe::stream_copy(ctx_for(Backend::cuda), d_src.view(), d_dst.view(), {vecs, cap, m.reads, m.writes}, &l);
           ASSERT_TRUE(s.ok()) << what << ": " << s.message();
           ASSERT_TRUE(d_dst.download(dst).ok());
-          expect_copied(dst, expected(src, m), what);
+          expect_copied(dst, expected(src, m, vecs), what);
           bool intact = false;
           ASSERT_TRUE(d_dst.guards_intact(&intact).ok());
           EXPECT_TRUE(intact) << what << ": device guards";
@@ -216,13 +247,17 @@ TEST(StreamCopy, CudaAsyncModeCopiesExactly) {
 
 TEST(StreamCopy, ReferenceCopiesAndXors) {
   TEJAS_SEEDED_TEST_RNG();
-  for (const Mix& m : kMixes) {
-    const HostTensor src = random_bytes(rng, m.reads * 48);
-    HostTensor dst(DType::u8, {m.writes * 48});
-    dst.poison();
-    ASSERT_TRUE(probe::stream_copy(ctx_for(Backend::reference), src, dst, {1, 0, m.reads, m.writes}).ok());
-    expect_copied(dst, expected(src, m), "reference " + std::to_string(m.reads) + ":" + std::to_string(m.writes));
-  }
+  for (const Mix& m : kMixes)
+    for (int64_t n : {int64_t{3}, int64_t{300}, int64_t{1100}})
+      for (int vecs : {1, 2}) {  // reads x vecs <= 8
+        const HostTensor src = random_bytes(rng, m.reads * n * probe::kVecBytes);
+        HostTensor dst(DType::u8, {dst_bytes(m, n, vecs)});
+        dst.poison();
+        ASSERT_TRUE(probe::stream_copy(ctx_for(Backend::reference), src, dst, {vecs, 0, m.reads, m.writes}).ok());
+        expect_copied(dst, expected(src, m, vecs),
+                      "reference " + std::to_string(m.reads) + ":" + std::to_string(m.writes) + ", " +
+                          std::to_string(n) + " vectors, " + std::to_string(vecs) + " per thread");
+      }
 }
 
 TEST(StreamCopy, BadArgumentsNameThemselves) {
@@ -269,6 +304,10 @@ TEST(StreamCopy, BadArgumentsNameThemselves) {
       {probe::stream_copy(emu, src, dst, async(4, 2, 4, 2)), "options.reads / options.writes: the cp.async mode"},
       {probe::stream_copy(emu, odd, odd_dst, {1, 0, 1, 2}), "multiple of 16"},
       {probe::stream_copy(emu, src48, dst, {1, 0, 1, 2}), "dst: expected 96 bytes"},
+      // The read pass: one 16-byte vector per warp of its one block of 256 threads.
+      {probe::stream_copy(emu, src, dst, {1, 0, 1, 0}), "dst: expected 128 bytes (the read pass"},
+      {probe::stream_copy(emu, src, dst, {1, 0, 2, 0}), "options.reads / options.writes"},
+      {probe::stream_copy(emu, src, dst, async(1, 2, 1, 0)), "options.reads / options.writes: the cp.async mode"},
   };
   for (const Case& c : cases) {
     EXPECT_FALSE(c.status.ok()) << c.expect;

@@ -1,0 +1,133 @@
+// The bench's L2 flush (bench/gpu.h, `tejas bench --flush`): the modes' names, the buffer's size
+// rule, what each mode allocates and, on a GPU, what each flush leaves in its buffer: dirty
+// writes every byte of it, clean reads it (its sink holds each warp's XOR of the buffer, as the
+// read pass's reference computes), none touches nothing; and a row is timed after each mode.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bench/device_arena.h"
+#include "bench/gpu.h"
+#include "check/cuda_mem.h"
+#include "check/host_tensor.h"
+#include "ops/probe/probe.h"
+#include "support/seed.h"
+
+namespace {
+using tejas::Backend;
+using tejas::DType;
+using tejas::Status;
+using tejas::bench::DeviceArena;
+using tejas::bench::FlushMode;
+using tejas::bench::L2Flush;
+using tejas::check::HostTensor;
+
+constexpr uint64_t kArenaSeed = 1;
+
+TEST(L2Flush, ModesParseByName) {
+  for (FlushMode m : {FlushMode::dirty, FlushMode::clean, FlushMode::none}) {
+    FlushMode back = m == FlushMode::none ? FlushMode::dirty : FlushMode::none;
+    ASSERT_TRUE(tejas::bench::parse_flush_mode(tejas::bench::flush_mode_name(m), &back));
+    EXPECT_EQ(back, m);
+  }
+  FlushMode m = FlushMode::clean;
+  for (const char* bad : {"", "Dirty", "clean ", "read", "memset"}) {
+    EXPECT_FALSE(tejas::bench::parse_flush_mode(bad, &m)) << bad;
+    EXPECT_EQ(m, FlushMode::clean) << "left as it was";
+  }
+}
+
+TEST(L2Flush, SizesAndAllocations) {
+  DeviceArena arena(kArenaSeed);
+  L2Flush none;
+  ASSERT_TRUE(L2Flush::make(FlushMode::none, 24, arena, &none).ok()) << "none takes no buffer, any size";
+  EXPECT_EQ(none.mode(), FlushMode::none);
+  EXPECT_EQ(none.buffer(), nullptr);
+  EXPECT_EQ(arena.allocated(), 0u);
+  EXPECT_TRUE(none.run(0).ok()) << "none runs nothing, GPU or not";
+  for (FlushMode m : {FlushMode::dirty, FlushMode::clean})
+    for (size_t bytes : {size_t{0}, size_t{24}, size_t{(1 << 20) + 8}}) {
+      L2Flush f;
+      const Status s = L2Flush::make(m, bytes, arena, &f);
+      EXPECT_EQ(s.code(), tejas::StatusCode::invalid_argument) << bytes;
+      EXPECT_NE(s.message().find("L2 flush: bytes: expected a positive multiple of 16, got " + std::to_string(bytes)),
+                std::string::npos)
+          << s.message();
+      EXPECT_EQ(f.mode(), FlushMode::none) << "the output is left as it was";
+    }
+  EXPECT_EQ(arena.allocated(), 0u);
+  const size_t bytes = (size_t{1} << 20) + 48;  // a last block of the read pass partly past the buffer
+  L2Flush dirty, clean;
+  const Status sd = L2Flush::make(FlushMode::dirty, bytes, arena, &dirty);
+  if (!tejas::check::cuda_available()) {
+    EXPECT_FALSE(sd.ok()) << "no GPU: no device buffer";
+    return;
+  }
+  ASSERT_TRUE(sd.ok()) << sd.message();
+  EXPECT_EQ(dirty.bytes(), bytes);
+  EXPECT_EQ(dirty.sink(), nullptr);
+  EXPECT_EQ(arena.allocated(), bytes);
+  ASSERT_TRUE(L2Flush::make(FlushMode::clean, bytes, arena, &clean).ok());
+  // The read pass at 4 vectors per thread: 1024 vectors per block, one 16-byte vector per warp.
+  const size_t blocks = (bytes / 16 + 1023) / 1024;
+  EXPECT_EQ(clean.sink_bytes(), blocks * 8 * 16);
+  EXPECT_EQ(arena.allocated(), 2 * bytes + clean.sink_bytes());
+}
+
+// What each flush leaves in its buffer on the GPU, and a row timed after each mode.
+TEST(L2Flush, CudaFlushesWriteOrReadTheirBuffer) {
+  TEJAS_REQUIRE_CUDA();
+  TEJAS_SEEDED_TEST_RNG();
+  const size_t bytes = (size_t{1} << 20) + 48;
+  DeviceArena arena(kArenaSeed);
+  L2Flush dirty, clean;
+  ASSERT_TRUE(L2Flush::make(FlushMode::dirty, bytes, arena, &dirty).ok());
+  ASSERT_TRUE(L2Flush::make(FlushMode::clean, bytes, arena, &clean).ok());
+  HostTensor host(DType::u8, {static_cast<int64_t>(bytes)});
+
+  // dirty: every byte of its buffer is the run's index (mod 256).
+  ASSERT_TRUE(dirty.run(0x1A3).ok());
+  ASSERT_TRUE(tejas::check::device_synchronize().ok());
+  ASSERT_TRUE(tejas::check::copy_to_host(host.view().data, dirty.buffer(), bytes).ok());
+  for (int64_t i = 0; i < host.numel(); ++i) ASSERT_EQ(host.bits_flat(i), 0xA3u) << "byte " << i;
+
+  // clean: the buffer unchanged, the sink each warp's XOR (the read pass's reference backend).
+  tejas::check::fill_randint(host, rng, 0, 255);
+  ASSERT_TRUE(tejas::check::copy_to_device(clean.buffer(), host.view().data, bytes).ok());
+  HostTensor sink(DType::u8, {static_cast<int64_t>(clean.sink_bytes())}), expect = sink;
+  sink.poison();
+  ASSERT_TRUE(tejas::check::copy_to_device(clean.sink(), sink.view().data, clean.sink_bytes()).ok());
+  tejas::ExecContext ref;
+  ref.backend = Backend::reference;
+  ASSERT_TRUE(tejas::probe::stream_copy(ref, host, expect, {4, 0, 1, 0}).ok());
+  ASSERT_TRUE(clean.run(7).ok());
+  ASSERT_TRUE(tejas::check::device_synchronize().ok());
+  HostTensor after(DType::u8, {static_cast<int64_t>(bytes)});
+  ASSERT_TRUE(tejas::check::copy_to_host(after.view().data, clean.buffer(), bytes).ok());
+  for (int64_t i = 0; i < host.numel(); ++i) ASSERT_EQ(after.bits_flat(i), host.bits_flat(i)) << "byte " << i;
+  ASSERT_TRUE(tejas::check::copy_to_host(sink.view().data, clean.sink(), clean.sink_bytes()).ok());
+  for (int64_t i = 0; i < sink.numel(); ++i) ASSERT_EQ(sink.bits_flat(i), expect.bits_flat(i)) << "sink byte " << i;
+
+  // A row timed after each mode: every run completes and is counted.
+  const L2Flush none;
+  const L2Flush* const flushes[] = {&dirty, &clean, &none};
+  for (const L2Flush* f : flushes) {
+    const L2Flush& flush = *f;
+    tejas::bench::Timing t;
+    const auto launch = [&] {  // any short launch: a 4 KiB copy between the two buffers
+      const int device = tejas::check::current_device_index();
+      const auto view = [&](void* p) {
+        return tejas::TensorView::contiguous(p, DType::u8, {4096}, tejas::Device::cuda, device);
+      };
+      tejas::ExecContext cuda;
+      cuda.backend = Backend::cuda;
+      return tejas::probe::stream_copy(cuda, view(dirty.buffer()), view(clean.buffer()), {});
+    };
+    ASSERT_TRUE(tejas::bench::time_launch(launch, 1, 5, flush, &t).ok()) << flush_mode_name(flush.mode());
+    EXPECT_EQ(t.iters, 5);
+    EXPECT_GT(t.median_us, 0.0) << flush_mode_name(flush.mode());
+  }
+}
+
+}  // namespace
