@@ -37,8 +37,9 @@ struct Timing {
 //          writes them back as its own lines evict them (HBM writes that are not its own);
 //   clean  a read pass over the buffer (probe::stream_copy, 1 : 0, 4 vectors per thread): the
 //          last run's dirty lines are written back during the pass, untimed, and the L2 ends
-//          full of clean lines, so the kernel pays for no other kernel's writes (nor for its own
-//          last writes, which stay in L2 when the timing stops);
+//          full of clean lines but the pass's sink (1/128 of what it reads: 0.8 MiB of an
+//          H200's 50 MB), so the kernel pays for next to no other kernel's writes (nor for its
+//          own last writes, which stay in L2 when the timing stops);
 //   none   nothing: a row finds in L2 whatever its last run left there (a warm L2).
 // A serving step sits between dirty and clean: the kernel before it left dirty lines, some of
 // them this kernel's inputs.

@@ -34,12 +34,14 @@ class BadReport(Exception):
 
 
 def load_report(path):
-    """(rows, l2_flush): the measured rows by key, and the report's flush mode (None if unsaid)."""
+    """(rows, l2_flush): the measured rows by key, and the report's flush mode: "dirty" where the
+    report has no l2_flush (every bench before `--flush` flushed with the memset), None where it
+    is null."""
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     if not isinstance(report, dict) or not isinstance(report.get("rows", []), list):
         raise BadReport(f"{path}: not a tejas report (no rows list)")
-    flush = report.get("l2_flush")
+    flush = report.get("l2_flush", "dirty")
     return rows_of_report(path, report), flush if isinstance(flush, str) else None
 
 
@@ -214,10 +216,11 @@ def self_test():
     assert flush_line({"base": None, "variant": "clean"}) == "L2 flush differs: base unsaid, variant clean"
     assert flush_line({"base": "dirty", "variant": "dirty", "control": "none"}) == (
         "L2 flush differs: base dirty, variant dirty, control none (the control's noise band is not the base's)")
-    paths = [write({"l2_flush": "dirty", "rows": [row("a", "s1", 10.0, LARGE_BYTES)]}),
-             write({"l2_flush": "clean", "rows": [row("a", "s1", 9.0, LARGE_BYTES)]})]
+    paths = [write({"rows": [row("a", "s1", 10.0, LARGE_BYTES)]}),  # before --flush: the memset
+             write({"l2_flush": "clean", "rows": [row("a", "s1", 9.0, LARGE_BYTES)]}),
+             write({"l2_flush": None, "rows": []})]
     try:
-        assert load_report(paths[1])[1] == "clean"
+        assert [load_report(p)[1] for p in paths] == ["dirty", "clean", None]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             assert main([paths[0], paths[1], "--label", "--flush clean"]) == 0

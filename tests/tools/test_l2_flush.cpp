@@ -1,7 +1,8 @@
 // The bench's L2 flush (bench/gpu.h, `tejas bench --flush`): the modes' names, the buffer's size
-// rule, what each mode allocates and, on a GPU, what each flush leaves in its buffer: dirty
-// writes every byte of it, clean reads it (its sink holds each warp's XOR of the buffer, as the
-// read pass's reference computes), none touches nothing; and a row is timed after each mode.
+// rule, what each mode allocates (none: nothing) and, on a GPU, what each flush leaves in its
+// buffer: dirty writes every byte of it, clean reads it (its sink holds each warp's XOR of the
+// buffer, as the read pass's reference computes); and that time_launch runs the flush before its
+// timed runs, for each mode.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -109,25 +110,36 @@ TEST(L2Flush, CudaFlushesWriteOrReadTheirBuffer) {
   ASSERT_TRUE(tejas::check::copy_to_host(sink.view().data, clean.sink(), clean.sink_bytes()).ok());
   for (int64_t i = 0; i < sink.numel(); ++i) ASSERT_EQ(sink.bits_flat(i), expect.bits_flat(i)) << "sink byte " << i;
 
-  // A row timed after each mode: every run completes and is counted.
+  // A launch timed after each mode (a 4 KiB copy between two buffers of its own): every run
+  // completes and is counted, and each timed run was preceded by its flush: after five, the
+  // dirty buffer holds the last run's index (4), the clean sink (poisoned again) the XORs.
+  void *a = nullptr, *b = nullptr;
+  ASSERT_TRUE(arena.bytes(4096, &a).ok());
+  ASSERT_TRUE(arena.bytes(4096, &b).ok());
+  const auto launch = [&] {
+    const int device = tejas::check::current_device_index();
+    const auto view = [&](void* p) {
+      return tejas::TensorView::contiguous(p, DType::u8, {4096}, tejas::Device::cuda, device);
+    };
+    tejas::ExecContext cuda;
+    cuda.backend = Backend::cuda;
+    return tejas::probe::stream_copy(cuda, view(a), view(b), {});
+  };
+  sink.poison();
+  ASSERT_TRUE(tejas::check::copy_to_device(clean.sink(), sink.view().data, clean.sink_bytes()).ok());
   const L2Flush none;
   const L2Flush* const flushes[] = {&dirty, &clean, &none};
   for (const L2Flush* f : flushes) {
-    const L2Flush& flush = *f;
     tejas::bench::Timing t;
-    const auto launch = [&] {  // any short launch: a 4 KiB copy between the two buffers
-      const int device = tejas::check::current_device_index();
-      const auto view = [&](void* p) {
-        return tejas::TensorView::contiguous(p, DType::u8, {4096}, tejas::Device::cuda, device);
-      };
-      tejas::ExecContext cuda;
-      cuda.backend = Backend::cuda;
-      return tejas::probe::stream_copy(cuda, view(dirty.buffer()), view(clean.buffer()), {});
-    };
-    ASSERT_TRUE(tejas::bench::time_launch(launch, 1, 5, flush, &t).ok()) << flush_mode_name(flush.mode());
+    ASSERT_TRUE(tejas::bench::time_launch(launch, 1, 5, *f, &t).ok()) << flush_mode_name(f->mode());
     EXPECT_EQ(t.iters, 5);
-    EXPECT_GT(t.median_us, 0.0) << flush_mode_name(flush.mode());
+    EXPECT_GT(t.median_us, 0.0) << flush_mode_name(f->mode());
   }
+  ASSERT_TRUE(tejas::check::device_synchronize().ok());
+  ASSERT_TRUE(tejas::check::copy_to_host(host.view().data, dirty.buffer(), bytes).ok());
+  for (int64_t i = 0; i < host.numel(); ++i) ASSERT_EQ(host.bits_flat(i), 4u) << "dirty byte " << i;
+  ASSERT_TRUE(tejas::check::copy_to_host(sink.view().data, clean.sink(), clean.sink_bytes()).ok());
+  for (int64_t i = 0; i < sink.numel(); ++i) ASSERT_EQ(sink.bits_flat(i), expect.bits_flat(i)) << "sink byte " << i;
 }
 
 }  // namespace

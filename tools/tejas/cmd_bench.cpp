@@ -158,8 +158,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!detail::tune_text().empty()) out << "TEJAS_TUNE: " << detail::tune_text() << " (launch-config overrides)\n";
   if (flush_mode != bench::FlushMode::dirty)
     out << "L2 flush: " << report.l2_flush
-        << (flush_mode == bench::FlushMode::clean ? " (a read pass)" : " (none: a warm L2)")
-        << " before each timed run\n";
+        << (flush_mode == bench::FlushMode::clean ? " (a read pass)" : " (a warm L2)") << " before each timed run\n";
   report.tune = detail::tune_text();
   if (dev.present) {
     // Twice the L2 so a flush evicts everything a previous run left there.

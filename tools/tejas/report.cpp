@@ -195,6 +195,8 @@ std::string to_markdown(const Report& r) {
   os << "# tejas " << r.command << "\n\n";
   os << "GPU: " << (r.gpu_present ? r.device_name : "none (timings not measured)") << "; ceilings for " << r.gpu
      << "\n\n";
+  if (!r.tune.empty()) os << "TEJAS_TUNE: " << r.tune << "\n\n";
+  if (!r.l2_flush.empty()) os << "L2 flush before each timed run: " << r.l2_flush << "\n\n";
   std::ostringstream ceil;
   print_ceilings(ceil, r.ceilings);
   auto table = [&](const std::string& text) {

@@ -249,7 +249,8 @@ TEST(StreamCopy, ReferenceCopiesAndXors) {
   TEJAS_SEEDED_TEST_RNG();
   for (const Mix& m : kMixes)
     for (int64_t n : {int64_t{3}, int64_t{300}, int64_t{1100}})
-      for (int vecs : {1, 2}) {  // reads x vecs <= 8
+      for (int vecs : {1, 2, 4}) {
+        if (m.reads * vecs > probe::kMaxLoadsPerThread) continue;
         const HostTensor src = random_bytes(rng, m.reads * n * probe::kVecBytes);
         HostTensor dst(DType::u8, {dst_bytes(m, n, vecs)});
         dst.poison();
