@@ -35,9 +35,9 @@ struct Timing {
 //   dirty  a memset of the buffer (as nvbench's and Triton's do_bench flushes): nothing of the
 //          last run is left in L2, which is full of the flush's dirty lines; the timed kernel
 //          writes them back as its own lines evict them (HBM writes that are not its own);
-//   clean  a read pass over the buffer (probe::stream_copy, 1 : 0, 4 vectors per thread): the
+//   clean  a read pass over the buffer (probe::stream_copy, 1 : 0, 8 vectors per thread): the
 //          last run's dirty lines are written back during the pass, untimed, and the L2 ends
-//          full of clean lines but the pass's sink (1/128 of what it reads: 0.8 MiB of an
+//          full of clean lines but the pass's sink (1/256 of what it reads: 0.4 MiB of an
 //          H200's 50 MB), so the kernel pays for next to no other kernel's writes (nor for its
 //          own last writes, which stay in L2 when the timing stops);
 //   none   nothing: a row finds in L2 whatever its last run left there (a warm L2).

@@ -70,8 +70,8 @@ TEST(L2Flush, SizesAndAllocations) {
   EXPECT_EQ(dirty.sink(), nullptr);
   EXPECT_EQ(arena.allocated(), bytes);
   ASSERT_TRUE(L2Flush::make(FlushMode::clean, bytes, arena, &clean).ok());
-  // The read pass at 4 vectors per thread: 1024 vectors per block, one 16-byte vector per warp.
-  const size_t blocks = (bytes / 16 + 1023) / 1024;
+  // The read pass at 8 vectors per thread: 2048 vectors per block, one 16-byte vector per warp.
+  const size_t blocks = (bytes / 16 + 2047) / 2048;
   EXPECT_EQ(clean.sink_bytes(), blocks * 8 * 16);
   EXPECT_EQ(arena.allocated(), 2 * bytes + clean.sink_bytes());
 }
@@ -101,7 +101,7 @@ TEST(L2Flush, CudaFlushesWriteOrReadTheirBuffer) {
   ASSERT_TRUE(tejas::check::copy_to_device(clean.sink(), sink.view().data, clean.sink_bytes()).ok());
   tejas::ExecContext ref;
   ref.backend = Backend::reference;
-  ASSERT_TRUE(tejas::probe::stream_copy(ref, host, expect, {4, 0, 1, 0}).ok());
+  ASSERT_TRUE(tejas::probe::stream_copy(ref, host, expect, {8, 0, 1, 0}).ok());
   ASSERT_TRUE(clean.run(7).ok());
   ASSERT_TRUE(tejas::check::device_synchronize().ok());
   HostTensor after(DType::u8, {static_cast<int64_t>(bytes)});

@@ -3,6 +3,9 @@
 // 128-byte allocation unit) - (reserved per block), so B blocks fit and B + 1 do not (for B <= 8:
 // with the unit ignored, B = 5 and 7 fitted one block fewer on an H200, B = 3 on an A100), with
 // the kernel's preferred carveout at the maximum so that the SM's shared memory is all there.
+// Without a cap (and not in the cp.async mode) no shared memory is asked and nothing is raised:
+// the kernel keeps the driver's carveout, as a memset's kernel has (the bench's clean L2 flush
+// launches the read pass so; bench/gpu.cpp).
 // The cp.async mode (StreamCopyOptions::stages) launches blocks_per_sm x SMs persistent blocks
 // (fewer when the copy has fewer tiles), with the larger of that cap and its slots' bytes.
 // Registers and the 2048-thread limit may cap it lower, which the occupancy API's count
@@ -69,10 +72,10 @@ Status launch_stream_copy_cuda(const char* op, const ExecContext& ctx, const Ten
     const std::lock_guard<std::mutex> lock(g_mutex);
     DeviceState* d = nullptr;
     TEJAS_RETURN_IF_ERROR(device_state(op, device, &d));
-    int optin = 0;  // the kernel's limit, raised once (resident.h), its error reported
-    TEJAS_RETURN_IF_ERROR(
-        detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "raising the shared-memory limit"));
     if (o.blocks_per_sm > 0) {
+      int optin = 0;  // the kernel's limit, raised once (resident.h), its error reported
+      TEJAS_RETURN_IF_ERROR(
+          detail::cuda_status(op, detail::raise_smem_optin(device, fn, &optin), "raising the shared-memory limit"));
       const int want = d->smem_per_sm / o.blocks_per_sm / kSmemUnit * kSmemUnit - d->reserved;
       smem = static_cast<size_t>(want < 0 ? 0 : (want > optin ? optin : want));
     }

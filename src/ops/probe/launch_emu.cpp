@@ -16,9 +16,9 @@ Status launch_stream_copy_emu(const char* op, const ExecContext& ctx, const Tens
     l->blocks = tiles < resident ? tiles : resident;
     l->dynamic_smem_bytes = stream_copy_async_smem(o.stages, o.vecs);
     detail::EmuBuffers buffers({{&src, emu::Access::read}, {&dst, emu::Access::write}});
-    const emu::LaunchOptions lo = detail::emu_options(ctx, dim3(static_cast<unsigned>(l->blocks)),
-                                                      dim3(static_cast<unsigned>(kThreads)), l->dynamic_smem_bytes,
-                                                      true);  // launch.cu raises every stream_copy kernel's limit
+    const emu::LaunchOptions lo = detail::emu_options(
+        ctx, dim3(static_cast<unsigned>(l->blocks)), dim3(static_cast<unsigned>(kThreads)), l->dynamic_smem_bytes,
+        true);  // launch.cu raises the limit of every capped kernel, as this mode's are
     const StreamAsyncParams p{static_cast<const Vec*>(src.data), static_cast<Vec*>(dst.data), n, o.stages};
     return detail::emu_status(op, emu::launch(lo, kernel, p));
   }
