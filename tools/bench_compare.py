@@ -34,15 +34,22 @@ class BadReport(Exception):
 
 
 def load_report(path):
-    """(rows, l2_flush): the measured rows by key, and the report's flush mode: "dirty" where the
+    """(rows, flush): the measured rows by key, and the report's flush mode: "dirty" where the
     report has no l2_flush (every bench before `--flush` flushed with the memset), None where it
-    is null."""
+    is null, with the copy ceiling the run measured under it (bytes/s; None if not measured):
+    {"mode": ..., "hbm": ...}."""
     with open(path, encoding="utf-8") as f:
         report = json.load(f)
     if not isinstance(report, dict) or not isinstance(report.get("rows", []), list):
         raise BadReport(f"{path}: not a tejas report (no rows list)")
-    flush = report.get("l2_flush", "dirty")
-    return rows_of_report(path, report), flush if isinstance(flush, str) else None
+    mode = report.get("l2_flush", "dirty")
+    hbm = (report.get("ceilings") or {}).get("hbm_bytes_per_s") or {}
+    # "measured now (1 GiB device copy)" by this run; GPU.md's stored figure is not.
+    measured = isinstance(hbm, dict) and str(hbm.get("source", "")).startswith("measured now")
+    value = hbm.get("value") if measured else None
+    flush = {"mode": mode if isinstance(mode, str) else None,
+             "hbm": value if isinstance(value, (int, float)) and not isinstance(value, bool) else None}
+    return rows_of_report(path, report), flush
 
 
 def load_rows(path):
@@ -133,13 +140,19 @@ def compare(base, variant, label, control=None):
 
 
 def flush_line(flushes):
-    """A note where the reports' L2 flush modes differ ({"base": "dirty", ...}); None otherwise."""
-    said = {k: v or "unsaid" for k, v in flushes.items() if k in ("base", "variant") or v is not None}
+    """A note where the reports' L2 flush modes differ ({"base": {"mode": "dirty", "hbm": 4.2e12},
+    ...}, load_report's; a report absent: None), with the copy ceilings measured under them;
+    None where the modes agree."""
+    said = {k: (f or {}).get("mode") or "unsaid" for k, f in flushes.items()
+            if k in ("base", "variant") or (f or {}).get("mode") is not None}
     if len(set(said.values())) <= 1:
         return None
     note = "L2 flush differs: " + ", ".join(f"{k} {v}" for k, v in said.items())
     if "control" in said and said["control"] != said["base"]:
         note += " (the control's noise band is not the base's)"
+    ceilings = [f"{k} {flushes[k]['hbm'] / 1e12:.3f}" for k in said if (flushes[k] or {}).get("hbm")]
+    if ceilings:
+        note += "; copy ceiling measured (TB/s): " + ", ".join(ceilings)
     return note
 
 
@@ -210,22 +223,31 @@ def self_test():
             os.unlink(p)
     assert "geomean 1.000 over 2 rows, 0.500 over 1 rows" in summary_line(s), summary_line(s)
     # The flush modes: a note only where they differ.
-    assert flush_line({"base": "dirty", "variant": "dirty", "control": "dirty"}) is None
-    assert flush_line({"base": "dirty", "variant": "dirty", "control": None}) is None
-    assert flush_line({"base": "dirty", "variant": "clean"}) == "L2 flush differs: base dirty, variant clean"
-    assert flush_line({"base": None, "variant": "clean"}) == "L2 flush differs: base unsaid, variant clean"
-    assert flush_line({"base": "dirty", "variant": "dirty", "control": "none"}) == (
-        "L2 flush differs: base dirty, variant dirty, control none (the control's noise band is not the base's)")
-    paths = [write({"rows": [row("a", "s1", 10.0, LARGE_BYTES)]}),  # before --flush: the memset
-             write({"l2_flush": "clean", "rows": [row("a", "s1", 9.0, LARGE_BYTES)]}),
+    def fl(mode, hbm=None):
+        return {"mode": mode, "hbm": hbm}
+
+    assert flush_line({"base": fl("dirty"), "variant": fl("dirty"), "control": fl("dirty")}) is None
+    assert flush_line({"base": fl("dirty"), "variant": fl("dirty"), "control": None}) is None
+    assert flush_line({"base": fl("dirty"), "variant": fl("clean")}) == "L2 flush differs: base dirty, variant clean"
+    assert flush_line({"base": fl(None), "variant": fl("clean")}) == "L2 flush differs: base unsaid, variant clean"
+    assert flush_line({"base": fl("dirty", 4.23e12), "variant": fl("dirty"), "control": fl("none", 4.4e12)}) == (
+        "L2 flush differs: base dirty, variant dirty, control none (the control's noise band is not the base's); "
+        "copy ceiling measured (TB/s): base 4.230, control 4.400")
+
+    def ceiling(value, source):
+        return {"hbm_bytes_per_s": {"value": value, "datasheet": 4.8e12, "source": source}}
+
+    paths = [write({"ceilings": ceiling(4.3e12, "measured before on H200 (GPU.md)"), "rows": [row("a", "s1", 10.0, LARGE_BYTES)]}),  # before --flush
+             write({"l2_flush": "clean", "ceilings": ceiling(4.31e12, "measured now (1 GiB device copy)"),
+                    "rows": [row("a", "s1", 9.0, LARGE_BYTES)]}),
              write({"l2_flush": None, "rows": []})]
     try:
-        assert [load_report(p)[1] for p in paths] == ["dirty", "clean", None]
+        assert [load_report(p)[1] for p in paths] == [fl("dirty"), fl("clean", 4.31e12), fl(None)]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             assert main([paths[0], paths[1], "--label", "--flush clean"]) == 0
         printed = out.getvalue().strip().splitlines()
-        assert "L2 flush differs: base dirty, variant clean" in printed, printed
+        assert "L2 flush differs: base dirty, variant clean; copy ceiling measured (TB/s): variant 4.310" in printed, printed
         assert printed[-1].startswith("--flush clean: --flush clean / base geomean 0.900 over 1 rows"), printed
     finally:
         for p in paths:
