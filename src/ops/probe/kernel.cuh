@@ -41,8 +41,8 @@ __device__ __forceinline__ Vec xor_vec(const Vec& a, const Vec& b) { return Vec{
 template <int VECS, int R, int W, bool kGuard>
 __device__ __forceinline__ Vec stream_vectors(const StreamCopyParams& p, int64_t base) {
   Vec v[R][VECS];
-  // The read pass's start at zero: never read past n, which GCC cannot tell there (the copies'
-  // registers change if theirs start at zero too: they stay as measured).
+  // The read pass's start at zero: never read past n, which GCC cannot tell there (in the copies
+  // the zeros made ptxas issue 6 of 8 loads before the first wait, not 8: they stay as measured).
   if constexpr (W == 0) {
     #pragma unroll
     for (int r = 0; r < R; ++r)
