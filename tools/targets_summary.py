@@ -229,7 +229,9 @@ def summary(report, shown=SHOWN):
     ceiling = f"{hbm['value'] / 1e12:.2f} TB/s, {hbm.get('source', '?')}" if hbm.get("value") else "unknown"
     c_lines, c_verdicts = copy_lines(rows, shown)
     f_lines, f_verdicts = fusion_lines(rows, shown)
-    head = f"targets on {device} (copy floor at {ceiling}):"
+    # The L2 flush before each timed run (tejas bench --flush; a report without it: the memset).
+    flush = report.get("l2_flush") or "dirty"
+    head = f"targets on {device} (copy floor at {ceiling}; L2 flush {flush}):"
     tail = f"targets: {count(c_verdicts, 'copy >= 90 %')}; {count(f_verdicts, 'fusions faster')}"
     return [head] + c_lines + f_lines + [tail]
 
@@ -295,7 +297,7 @@ def self_test():
     }
     lines = summary(report)
     expect = [
-        "targets on NVIDIA H200 (copy floor at 4.30 TB/s, measured now (1 GiB device copy)):",
+        "targets on NVIDIA H200 (copy floor at 4.30 TB/s, measured now (1 GiB device copy); L2 flush dirty):",
         "copy   rms_norm: 2 rows >= 8 Mi elements, 91.0-93.0 % of the copy floor (median 92.0 %) -> met",
         "copy   silu_mul: 2 rows >= 8 Mi elements, 89.5-95.0 % of the copy floor (median 92.2 %); "
         "below 90 %: 1: rows=4096 F=4096 bf16 89.5 % -> not met",
@@ -353,7 +355,8 @@ def self_test():
     # A row from a model is named with it.
     assert label({"model": "llama-3.1-8b", "shape": "T=1 H=4096 bf16"}) == "llama-3.1-8b T=1 H=4096 bf16"
     # More rows below the target than are named.
-    many = {"rows": [row("rms_norm", f"T={t} H=16384 bf16", pct=50.0 + t / 1024) for t in range(1024, 8192, 1024)]}
+    many = {"l2_flush": "clean",  # a run under tejas bench --flush clean: the head says so
+            "rows": [row("rms_norm", f"T={t} H=16384 bf16", pct=50.0 + t / 1024) for t in range(1024, 8192, 1024)]}
     assert summary(many)[1].endswith("; below 90 %: 7: T=1024 H=16384 bf16 51.0 %; T=2048 H=16384 bf16 52.0 %; "
                                      "T=3072 H=16384 bf16 53.0 %; T=4096 H=16384 bf16 54.0 % (and 3 more) -> not met"), \
         summary(many)
@@ -366,7 +369,7 @@ def self_test():
             json.dump([1, 2], f)
         with open(path, "w") as f:
             json.dump(many, f)
-        for args, rc, first in ((["--brief", path], 0, "targets on this GPU (copy floor at unknown):"),
+        for args, rc, first in ((["--brief", path], 0, "targets on this GPU (copy floor at unknown; L2 flush clean):"),
                                 (["--shapes", path], 0, "targets_summary: 7 of 7 rows read"),
                                 ([path, path], 2, ""), (["--brief"], 2, ""), ([bad_path], 2, ""),
                                 ([os.path.join(d, "none.json")], 2, "")):
