@@ -3,9 +3,10 @@
 // their XOR into each of the W destination planes: each warp request is 512 contiguous bytes,
 // and a thread issues all its R x VECS loads before its first store, so R x VECS x 16 bytes are
 // in flight per thread for one DRAM round trip (`tools/kernel-report loads probe`: R x VECS loads
-// before the first wait; the read pass at VECS 8 has 5 of its 8 out before ptxas starts its XORs). Whole blocks take an unguarded path: with every load and store guarded,
-// as the last block's are, the first copy kernel had ptxas hoist the first store above later
-// loads and wait there for the first load (3 loads of 8 in flight). No shared memory is touched:
+// before the first wait; the read pass at VECS 8 has 5 of its 8 out before ptxas starts its
+// XORs). Whole blocks take an unguarded path: with every load and store guarded, as the last
+// block's are, the first copy kernel had ptxas hoist the first store above later loads and wait
+// there for the first load (3 loads of 8 in flight). No shared memory is touched:
 // the launch's dynamic shared memory only caps how many blocks an SM holds. W = 0 is the read
 // pass: each warp's lane 0 stores the XOR of every vector the warp read (shuffles), one 16-byte
 // vector per warp, so the loads have a use and the pass writes 1 / (32 x R x VECS) of the bytes
