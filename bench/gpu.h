@@ -48,6 +48,10 @@ const char* flush_mode_name(FlushMode m);
 // "dirty", "clean" or "none"; false for anything else.
 bool parse_flush_mode(const std::string& text, FlushMode* out);
 
+// The flush buffer's bytes: twice the L2 (the device's; `tabled_l2` where it reports none), so
+// a flush evicts everything a previous run left there.
+inline size_t l2_flush_bytes(size_t device_l2, size_t tabled_l2) { return 2 * (device_l2 ? device_l2 : tabled_l2); }
+
 class L2Flush {
  public:
   L2Flush() = default;  // none

@@ -52,10 +52,6 @@ def load_report(path):
     return rows_of_report(path, report), flush
 
 
-def load_rows(path):
-    return load_report(path)[0]
-
-
 def rows_of_report(path, report):
     """The measured rows of a parsed report, by (suite, op, model, shape)."""
     rows = {}
@@ -194,7 +190,7 @@ def self_test():
              write({"rows": [row("a", "s1", 5.0, LARGE_BYTES), row("a", "s2", 4.0, 100)]}),
              write([1, 2]), write({"rows": [row("a", "s1", 1.0, 1), row("a", "s1", 2.0, 1)]})]
     try:
-        base, variant = load_rows(paths[0]), load_rows(paths[1])
+        base, variant = load_report(paths[0])[0], load_report(paths[1])[0]
         assert len(base) == 3, base  # the unmeasured row is dropped
         lines, s = compare(base, variant, "v")
         assert s["common_rows"] == 2 and s["only_base"] == 1 and s["only_variant"] == 0, s
@@ -204,7 +200,7 @@ def self_test():
         assert lines[2] == "q | a | m | s1 | 10.000 | 5.000 | 0.500", lines
         for bad in paths[2:]:
             try:
-                load_rows(bad)
+                load_report(bad)
                 raise AssertionError(f"{bad} should be refused")
             except BadReport:
                 pass

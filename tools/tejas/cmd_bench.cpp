@@ -161,8 +161,7 @@ int cmd_bench(const std::vector<std::string>& args, std::ostream& out, std::ostr
         << (flush_mode == bench::FlushMode::clean ? " (a read pass)" : " (a warm L2)") << " before each timed run\n";
   report.tune = detail::tune_text();
   if (dev.present) {
-    // Twice the L2 so a flush evicts everything a previous run left there.
-    const size_t flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
+    const size_t flush_bytes = bench::l2_flush_bytes(dev.l2_bytes, static_cast<size_t>(g->l2_bytes));
     if (Status s = bench::L2Flush::make(flush_mode, flush_bytes, flush_arena, &flush); !s.ok()) {
       err << "tejas bench: L2 flush buffer: " << s.to_string() << "\n";
       return kExitFailure;

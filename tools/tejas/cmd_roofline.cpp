@@ -71,7 +71,7 @@ int cmd_roofline(const std::vector<std::string>& args, std::ostream& out, std::o
     out << "GPU: " << dev.name << "; measuring ceilings\n";
     bench::DeviceArena arena(kArenaSeed);
     bench::L2Flush flush;  // none where the buffer cannot be had
-    const size_t flush_bytes = 2 * (dev.l2_bytes ? dev.l2_bytes : static_cast<size_t>(g->l2_bytes));
+    const size_t flush_bytes = bench::l2_flush_bytes(dev.l2_bytes, static_cast<size_t>(g->l2_bytes));
     if (Status s = bench::L2Flush::make(bench::FlushMode::dirty, flush_bytes, arena, &flush); !s.ok()) {
       err << "tejas roofline: L2 flush buffer: " << s.to_string() << " (timed without a flush)\n";
       flush = bench::L2Flush();
