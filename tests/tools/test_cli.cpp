@@ -210,21 +210,28 @@ TEST(Cli, BenchTimeLimitKeepsTheReport) {
 }
 
 // --filter keeps the rows whose "op model shape" contains the text; --no-check skips the validation
-// (tools/gpu-check's profile step runs one row under ncu this way).
+// (tools/gpu-check's profile step runs one row under ncu this way). With a GPU the one row is timed.
 TEST(Cli, BenchFilterAndNoCheckRunOneRow) {
-  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const bool gpu = tejas::check::cuda_available();
   const std::string row = "quant_mx deepseek-v3 M=16384 K=7168 bf16 nvfp4";
-  const Result r = tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row, "--no-check"});
+  const Result r =
+      tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row, "--no-check", "--iters", "3"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "quant_mx | deepseek-v3 M=16384 K=7168 bf16 nvfp4 | - | ")) << r.out;
+  EXPECT_TRUE(has(r.out, "quant_mx | deepseek-v3 M=16384 K=7168 bf16 nvfp4 | ")) << r.out;
+  EXPECT_EQ(has(r.out, "quant_mx | deepseek-v3 M=16384 K=7168 bf16 nvfp4 | - | "), !gpu) << r.out;
+  EXPECT_EQ(has(r.out, "| measured\n"), gpu) << r.out;
   EXPECT_FALSE(has(r.out, "bf16 mxfp8")) << r.out;
   EXPECT_FALSE(has(r.out, "quant_fp8_group |")) << r.out;
   EXPECT_TRUE(has(r.out, "kernel checks: skipped (--no-check)")) << r.out;
   EXPECT_TRUE(has(r.err, "[bench] quant: 1 rows")) << r.err;
-  // Without --no-check the filtered row's kernel is still validated (emulator, no GPU).
-  const Result checked = tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row});
+  EXPECT_FALSE(has(r.err, "[bench] checking")) << r.err;
+  // Without --no-check the filtered row's kernel is still validated (the emulator without a GPU,
+  // the cuda backend with one).
+  const Result checked =
+      tejas_cmd({"bench", "--suite", "quant", "--model", "deepseek-v3", "--filter", row, "--iters", "3"});
   EXPECT_EQ(checked.code, 0) << checked.err;
-  EXPECT_TRUE(has(checked.out, "kernel checks (emulator")) << checked.out;
+  EXPECT_TRUE(has(checked.out, gpu ? "kernel checks (cuda" : "kernel checks (emulator")) << checked.out;
+  EXPECT_TRUE(has(checked.err, "[bench] checking quant_mx")) << checked.err;
 }
 
 // --flush: the mode is said (unless the default) and recorded in the JSON; on a GPU the row is

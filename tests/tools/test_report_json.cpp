@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "check/cuda_mem.h"
+#include "bench/gpu.h"
 #include "runtime/tune.h"
 #include "tools/tejas/cli.h"
 #include "tools/tejas/json.h"
@@ -182,11 +182,62 @@ TEST(Json, WriterEscapesAndNulls) {
   ASSERT_EQ(j["arr"].items.size(), 2u);
 }
 
+// A measured row's rates as the JSON and the table give them, from numbers worked by hand (the
+// GPU run's rows are checked against their own bytes and time in BenchReportSchema): 8 MB and
+// 2 MFLOP in 4 us are 2000 GB/s and 0.5 TFLOP/s (memory-bound: 2e6 / 67e12 s is 0.03 us); on
+// the H200's tabled 4.3 TB/s the floor is 8e6 / 4.3e12 s = 1.8605 us, 46.51 % of 4 us; a 6 us
+// baseline is 1.5x.
+TEST(Json, MeasuredRowRates) {
+  tejas::cli::Report rep;
+  rep.command = "bench";
+  rep.gpu = "h200";
+  rep.ceilings = *tejas::bench::find_gpu("h200");
+  rep.l2_flush = "dirty";
+  const tejas::bench::Cost cost{2e6, 8e6, tejas::bench::MathUnit::fp32_simt};
+  tejas::cli::Row timed = tejas::cli::make_row("norm", "rms_norm", "m", "T=1", cost, rep.ceilings);
+  timed.us = 4.0;
+  timed.baseline = "torch";
+  timed.baseline_us = 6.0;
+  timed.status = "measured";
+  tejas::cli::Row untimed = tejas::cli::make_row("norm", "rms_norm", "m", "T=2", cost, rep.ceilings);
+  untimed.baseline = "torch";
+  untimed.baseline_us = 6.0;  // a baseline time alone gives no ratio
+  untimed.status = "not measured: no GPU";
+  rep.rows = {timed, untimed};
+  const J j = parse_or_fail(tejas::cli::to_json(rep));
+  ASSERT_EQ(j["rows"].items.size(), 2u);
+  const J& a = j["rows"].items[0];
+  EXPECT_EQ(a["us"].n, 4.0);
+  EXPECT_NEAR(a["gbps"].n, 2000.0, 1e-6);
+  EXPECT_NEAR(a["tflops"].n, 0.5, 1e-9);
+  EXPECT_NEAR(a["floor_us"].n, 8e6 / 4.3e12 * 1e6, 1e-8);
+  EXPECT_NEAR(a["pct_of_floor"].n, 100.0 * (8e6 / 4.3e12 * 1e6) / 4.0, 1e-7);
+  EXPECT_NEAR(a["x_baseline"].n, 1.5, 1e-12);
+  EXPECT_EQ(a["bound"].s, "memory");
+  const J& b = j["rows"].items[1];
+  for (const char* k : {"us", "gbps", "tflops", "pct_of_floor", "x_baseline"}) EXPECT_EQ(b[k].kind, J::null) << k;
+  EXPECT_EQ(b["baseline_us"].n, 6.0);
+  std::ostringstream table;
+  tejas::cli::print_rows(table, rep.rows);
+  EXPECT_NE(table.str().find("rms_norm | m T=1 | 4.00 | 0.50 | 2000.00 | 1.860 | 46.5 | torch | 1.50 | measured\n"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("rms_norm | m T=2 | - | - | - | 1.860 | - | torch | - | not measured: no GPU\n"),
+            std::string::npos)
+      << table.str();
+}
+
+// The same schema with or without a GPU; the values differ: without one no row carries a time and
+// the tabled ceilings stand, with one the measured rows carry their time and rates, the copy
+// ceiling is measured, and the kernels are checked on the cuda backend. --iters 3 keeps the GPU
+// run short (this checks the report, not the timings).
 TEST(Json, BenchReportSchema) {
-  if (tejas::check::cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const tejas::bench::DeviceInfo dev = tejas::bench::device_info();
+  const bool gpu = dev.present;
+  const std::string detected = gpu ? tejas::bench::gpu_key(dev) : "";
   const std::string path = temp_path("tejas_bench.json"), md = temp_path("tejas_bench.md");
-  ASSERT_EQ(tejas_cmd({"bench", "--suite", "norm,attention,memcpy", "--model", "gpt-oss-120b", "--json", path,
-                       "--markdown", md}),
+  ASSERT_EQ(tejas_cmd({"bench", "--suite", "norm,attention,memcpy", "--model", "gpt-oss-120b", "--iters", "3", "--json",
+                       path, "--markdown", md}),
             0);
   const J j = parse_or_fail(read(path));
   EXPECT_EQ(j["schema_version"].n, tejas::cli::kSchemaVersion);
@@ -194,31 +245,59 @@ TEST(Json, BenchReportSchema) {
   EXPECT_EQ(j["command"].s, "bench");
   EXPECT_EQ(j["tune"].kind, tejas::detail::tune_text().empty() ? J::null : J::string);
   EXPECT_EQ(j["l2_flush"].s, "dirty") << "the default flush";
-  EXPECT_EQ(j["gpu"]["name"].s, "h200");
+  EXPECT_EQ(j["gpu"]["name"].s, detected.empty() ? "h200" : detected) << "the tabled GPU without a known one";
   EXPECT_EQ(j["gpu"]["present"].kind, J::boolean);
-  EXPECT_FALSE(j["gpu"]["present"].b);
+  EXPECT_EQ(j["gpu"]["present"].b, gpu);
+  EXPECT_EQ(j["gpu"]["device"].kind, gpu ? J::string : J::null);
   for (const char* c : {"hbm_bytes_per_s", "fp32_simt_flops", "bf16_tensor_flops", "fp8_tensor_flops", "fp4_tensor_flops"})
     expect_ceiling(j["ceilings"][c]);
-  EXPECT_EQ(j["ceilings"]["hbm_bytes_per_s"]["value"].n, 4.3e12);
+  const J& hbm = j["ceilings"]["hbm_bytes_per_s"];
+  if (!detected.empty()) {  // floors for this very GPU: the copy ceiling measured now
+    EXPECT_EQ(hbm["source"].s, "measured now (1 GiB device copy)");
+    EXPECT_GT(hbm["value"].n, 0);
+  } else {
+    EXPECT_EQ(hbm["value"].n, 4.3e12);
+  }
   EXPECT_EQ(j["ceilings"]["fp4_tensor_flops"]["value"].kind, J::null);
   ASSERT_GT(j["rows"].items.size(), 10u);
+  std::map<std::string, int> measured;  // per suite
   for (const J& r : j["rows"].items) {
     for (const char* k : {"suite", "op", "model", "shape", "flops", "bytes", "intensity", "math_unit", "floor_us",
                           "bound", "us", "tflops", "gbps", "pct_of_floor", "baseline", "baseline_us", "x_baseline",
                           "status"})
       EXPECT_TRUE(r.has(k)) << k;
-    EXPECT_EQ(r["us"].kind, J::null) << "no GPU: no timing may appear";
-    EXPECT_EQ(r["pct_of_floor"].kind, J::null);
     EXPECT_GT(r["floor_us"].n, 0);
     EXPECT_GT(r["bytes"].n, 0);
+    const std::string row = r["op"].s + " " + r["shape"].s + ": " + r["status"].s;
+    if (r["status"].s != "measured") {
+      EXPECT_EQ(r["us"].kind, J::null) << row << ": a time only where measured";
+      EXPECT_EQ(r["pct_of_floor"].kind, J::null) << row;
+      EXPECT_EQ(r["gbps"].kind, J::null) << row;
+      continue;
+    }
+    ++measured[r["suite"].s];
+    EXPECT_TRUE(gpu) << row << ": no GPU, no timing may appear";
+    EXPECT_GT(r["us"].n, 0) << row;
+    // The rates follow from the row's own bytes and time; the JSON prints 10 significant digits,
+    // so each of the three numbers is within 5e-10 of its value (1e-8 covers their combination).
+    EXPECT_NEAR(r["gbps"].n, r["bytes"].n / (r["us"].n * 1e-6) / 1e9, 1e-8 * r["gbps"].n) << row;
+    EXPECT_NEAR(r["pct_of_floor"].n, 100.0 * r["floor_us"].n / r["us"].n, 1e-8 * r["pct_of_floor"].n) << row;
+    EXPECT_EQ(r["tflops"].kind, J::number) << row;
+  }
+  if (gpu) {  // the suites whose kernels run on the cuda backend have every row timed
+    EXPECT_GT(measured["norm"], 0);
+    EXPECT_GT(measured["memcpy"], 0);
+  } else {
+    EXPECT_TRUE(measured.empty());
   }
   const J& checks = j["checks"];
-  EXPECT_EQ(checks["backend"].s, "emulator");
+  EXPECT_EQ(checks["backend"].s, gpu ? "cuda" : "emulator");
   EXPECT_EQ(checks["graph"].kind, J::boolean);
   EXPECT_FALSE(checks["graph"].b);
   EXPECT_EQ(checks["pdl"].kind, J::boolean);
   EXPECT_FALSE(checks["pdl"].b);
   EXPECT_EQ(checks["pass"].n + checks["fail"].n + checks["unsupported"].n, checks["results"].items.size());
+  EXPECT_GT(checks["pass"].n, 0);
   for (const J& c : checks["results"].items)
     for (const char* k : {"op", "case", "verdict", "detail"}) EXPECT_TRUE(c.has(k)) << k;
   const std::string m = read(md);
