@@ -260,7 +260,7 @@ TEST(Json, BenchReportSchema) {
   }
   EXPECT_EQ(j["ceilings"]["fp4_tensor_flops"]["value"].kind, J::null);
   ASSERT_GT(j["rows"].items.size(), 10u);
-  std::map<std::string, int> measured;  // per suite
+  std::map<std::string, int> rows, measured;  // per suite (and copy_d2d apart)
   for (const J& r : j["rows"].items) {
     for (const char* k : {"suite", "op", "model", "shape", "flops", "bytes", "intensity", "math_unit", "floor_us",
                           "bound", "us", "tflops", "gbps", "pct_of_floor", "baseline", "baseline_us", "x_baseline",
@@ -269,6 +269,11 @@ TEST(Json, BenchReportSchema) {
     EXPECT_GT(r["floor_us"].n, 0);
     EXPECT_GT(r["bytes"].n, 0);
     const std::string row = r["op"].s + " " + r["shape"].s + ": " + r["status"].s;
+    if (r["bound"].s == "memory") {  // the floor is the bytes at this run's HBM ceiling (measured or tabled)
+      EXPECT_NEAR(r["floor_us"].n, r["bytes"].n / hbm["value"].n * 1e6, 1e-8 * r["floor_us"].n) << row;
+    }
+    const std::string group = r["op"].s == "copy_d2d" ? "copy_d2d" : r["suite"].s;
+    ++rows[group];
     // "measured", or "measured; baseline ..." where the baseline was not timed (bench/suites.h).
     if (r["status"].s.rfind("measured", 0) != 0) {
       EXPECT_EQ(r["us"].kind, J::null) << row << ": a time only where measured";
@@ -276,7 +281,7 @@ TEST(Json, BenchReportSchema) {
       EXPECT_EQ(r["gbps"].kind, J::null) << row;
       continue;
     }
-    ++measured[r["suite"].s];
+    ++measured[group];
     EXPECT_TRUE(gpu) << row << ": no GPU, no timing may appear";
     EXPECT_GT(r["us"].n, 0) << row;
     // The rates follow from the row's own bytes and time; the JSON prints 10 significant digits,
@@ -285,9 +290,11 @@ TEST(Json, BenchReportSchema) {
     EXPECT_NEAR(r["pct_of_floor"].n, 100.0 * r["floor_us"].n / r["us"].n, 1e-8 * r["pct_of_floor"].n) << row;
     EXPECT_EQ(r["tflops"].kind, J::number) << row;
   }
-  if (gpu) {  // the suites whose kernels run on the cuda backend have every row timed
-    EXPECT_GT(measured["norm"], 0);
-    EXPECT_GT(measured["memcpy"], 0);
+  if (gpu) {  // every norm row and every device copy is timed (a stream_copy row may be unsupported)
+    EXPECT_GT(rows["norm"], 0);
+    EXPECT_EQ(measured["norm"], rows["norm"]);
+    EXPECT_GT(rows["copy_d2d"], 0);
+    EXPECT_EQ(measured["copy_d2d"], rows["copy_d2d"]);
   } else {
     EXPECT_TRUE(measured.empty());
   }
